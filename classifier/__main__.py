@@ -1,0 +1,3 @@
+from sigclass.cli import main
+
+main()

@@ -1,0 +1,207 @@
+"""Ledger lint: validator classes that return issues with a severity (STYLE habit 5).
+
+Each validator looks at one signature (`validate`) and may look across the
+pack at the end (`finalize`). Output is one greppable line per issue:
+``issue=<name> severity=<HIGH|MEDIUM|LOW|INFO> signature=<path:line> <message>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from sigclass.examples import check, parse_examples
+from sigclass.families import CONTRACT_IDS
+from sigclass.ledger import Ledger, Signature
+
+SEVERITIES = ("HIGH", "MEDIUM", "LOW", "INFO")
+
+
+@dataclass(frozen=True)
+class Issue:
+    name: str
+    severity: str
+    where: str
+    message: str
+
+    def line(self) -> str:
+        return f"issue={self.name} severity={self.severity} signature={self.where} {self.message}"
+
+
+class Validator:
+    name: ClassVar[str] = ""
+    severity: ClassVar[str] = "HIGH"
+    registry: ClassVar[list[type["Validator"]]] = []
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if cls.name:
+            Validator.registry.append(cls)
+
+    def __init__(self, ledger: Ledger, ctx: dict) -> None:
+        self.ledger = ledger
+        self.ctx = ctx
+
+    def issue(self, where: str, message: str) -> Issue:
+        return Issue(self.name, self.severity, where, message)
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        return []
+
+    def finalize(self) -> list[Issue]:
+        return []
+
+
+class SupersedesTarget(Validator):
+    name = "supersedes-target"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        out = []
+        for key in ("supersedes", "superseded_by"):
+            for i, s in enumerate(getattr(sig, key)):
+                if s.id not in self.ledger:
+                    out.append(self.issue(sig.location(key, i), f"{key} names {s.id!r}, which no signature defines"))
+        return out
+
+
+class ContractIds(Validator):
+    name = "contract-id-missing"
+
+    def finalize(self) -> list[Issue]:
+        if not self.ctx.get("shipped"):
+            return []
+        return [self.issue("signatures/", f"family {fid!r} of the contract has no signature file")
+                for fid in CONTRACT_IDS if fid not in self.ledger]
+
+
+_WORD_B = re.compile(r"(?<!\\)\\b")
+_LOOK = re.compile(r"\(\?<?[=!]")
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=")
+
+
+def _longest_literal(src: str) -> int:
+    """Longest run of plain literal characters outside classes and groups' syntax (rough)."""
+    best = cur = 0
+    i = 0
+    in_class = False
+    while i < len(src):
+        c = src[i]
+        if in_class:
+            if c == "\\":
+                i += 1
+            elif c == "]":
+                in_class = False
+            cur = 0
+        elif c == "\\":
+            nxt = src[i + 1 : i + 2]
+            if nxt and not nxt.isalnum():
+                cur += 1
+            else:
+                cur = 0
+            i += 1
+        elif c == "[":
+            in_class = True
+            cur = 0
+        elif c in "()|.^$":
+            cur = 0
+        elif c in "*?":
+            cur = max(cur - 1, 0)
+            best = max(best, cur)
+            cur = 0
+        elif c == "+":
+            pass
+        elif c == "{":
+            j = src.find("}", i)
+            i = j if j != -1 else i
+            cur = 0
+        else:
+            cur += 1
+        best = max(best, cur)
+        i += 1
+    return best
+
+
+class PatternRules(Validator):
+    name = "pattern-rule"
+    severity = "MEDIUM"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        out = []
+        for p in (*sig.any, *sig.all, *sig.none, *sig.facts):
+            if _WORD_B.search(p.source):
+                out.append(self.issue(p.location, f"pattern uses \\b, which is slow on non-ASCII progress bars: {p.source!r}"))
+            if _LOOK.search(p.source) or _BACKREF.search(p.source):
+                out.append(self.issue(p.location, f"pattern uses lookaround or a backreference, which the prefilter cannot run: {p.source!r}"))
+            if p.kind in ("any", "fact") and _longest_literal(p.source) < 4:
+                out.append(self.issue(p.location, f"pattern has no required literal of 4 or more bytes: {p.source!r}"))
+        return out
+
+
+class Examples(Validator):
+    name = "examples"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        path = Path(sig.path).with_suffix(".log")
+        if not path.exists():
+            return [self.issue(sig.location(), f"no example file {path.name}: add `# expect: {sig.id}` and `# expect-not: {sig.id}` excerpts")]
+        exs = [e for e in parse_examples(path) if e.family == sig.id]
+        out = []
+        kinds = {e.kind for e in exs if not e.todo}
+        if "expect" not in kinds:
+            out.append(self.issue(f"{path}:1", f"no `# expect: {sig.id}` example"))
+        if "expect-not" not in kinds:
+            out.append(self.issue(f"{path}:1", f"no `# expect-not: {sig.id}` example"))
+        scanner = self.ctx.get("scanner")
+        for e in exs:
+            if scanner is None:
+                break
+            ok, got = check(scanner, e)
+            if e.todo:
+                self.ctx.setdefault("todo", []).append(e)
+                continue
+            if not ok:
+                out.append(self.issue(f"{path}:{e.line}", f"{e.kind} {sig.id} fails: {got}"))
+        return out
+
+
+class TodoCount(Validator):
+    name = "todo-examples"
+    severity = "INFO"
+
+    def finalize(self) -> list[Issue]:
+        todo = self.ctx.get("todo", [])
+        if not todo:
+            return []
+        return [self.issue(f"{e.path}:{e.line}", f"known miss recorded: todo-{e.kind} {e.family}") for e in todo]
+
+
+class SimilarTitles(Validator):
+    name = "duplicate-title"
+    severity = "LOW"
+
+    def finalize(self) -> list[Issue]:
+        seen: dict[str, str] = {}
+        out = []
+        for sig in self.ledger:
+            t = sig.title.lower()
+            if t in seen:
+                out.append(self.issue(sig.location("title"), f"title also used by {seen[t]}"))
+            seen[t] = sig.id
+        return out
+
+
+def lint(ledger: Ledger, *, shipped: bool, scanner=None) -> list[Issue]:
+    ctx: dict = {"shipped": shipped, "scanner": scanner}
+    issues: list[Issue] = []
+    for problem in ledger.problems:
+        where, _, msg = problem.partition(": ")
+        issues.append(Issue("load", "HIGH", where, msg))
+    validators = [cls(ledger, ctx) for cls in Validator.registry]
+    for sig in ledger:
+        for v in validators:
+            issues.extend(v.validate(sig))
+    for v in validators:
+        issues.extend(v.finalize())
+    return issues

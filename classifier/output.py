@@ -1,0 +1,121 @@
+"""Writing findings for people (text) and programs (json, jsonl)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any
+
+from sigclass.findings import Finding
+
+
+def use_colour(stream: IO[str]) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Paint:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.on else text
+
+
+def finding_text(f: Finding, paint: _Paint) -> str:
+    where = f"{f.source}:{f.line}"
+    if f.end_line != f.line:
+        where += f"-{f.end_line}"
+    fam = paint(f.family, "1;31" if f.role == "root" and f.family != "unknown" else "1;33" if f.family == "unknown" else "33")
+    head = [where, fam]
+    if f.role == "secondary":
+        head.append(paint("(secondary)", "2"))
+    if f.status == "red-herring":
+        head.append(paint("[red herring]", "35"))
+    if f.method == "learned":
+        head.append(paint(f"[learned p={f.confidence:.2f}]", "36"))
+    if f.worker:
+        head.append(f"worker {f.worker}")
+    if f.time:
+        head.append(f.time)
+    out = ["  ".join(head)]
+    if f.family != "unknown":
+        out.append(f"  {f.title}")
+    for ev in f.evidence[:3]:
+        out.append(paint(f"  > {ev[:200]}", "2"))
+    if f.role == "secondary" and f.root:
+        out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
+    if f.mitigation:
+        out.append(f"  do: {f.mitigation}")
+    if f.probes:
+        out.append("  first check: " + "; ".join(f.probes))
+    for c in f.caveats:
+        out.append(paint(f"  caveat: {c}", "35"))
+    for s in f.superseded_by:
+        out.append(f"  superseded by {s['id']}: {s['note']}")
+    if f.family == "unknown":
+        out.append(f"  fingerprint {f.fingerprint} (no signature; `sigclass suggest` drafts one)")
+    return "\n".join(out)
+
+
+class Writer:
+    """Streams findings as they are found; folds repeats for text and json."""
+
+    def __init__(self, fmt: str, stream: IO[str] | None = None) -> None:
+        self.fmt = fmt
+        self.stream = stream or sys.stdout
+        self.paint = _Paint(use_colour(self.stream) and fmt == "text")
+        self.seen: dict[tuple[str, str, str], Finding] = {}
+        self.all: list[Finding] = []
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def finding(self, f: Finding) -> None:
+        self.all.append(f)
+        if self.fmt == "jsonl":
+            self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
+            return
+        key = (f.source, f.family, f.fingerprint)
+        first = self.seen.get(key)
+        if first is not None:
+            return
+        self.seen[key] = f
+        if self.fmt == "text":
+            self._write(finding_text(f, self.paint) + "\n\n")
+
+    def close(self, problems: list[str], summary: dict[str, Any] | None = None) -> None:
+        from sigclass.findings import fold
+
+        if self.fmt == "json":
+            folded = fold([_copy(f) for f in self.all])
+            doc = {"findings": [f.to_dict() for f in folded], "problems": problems}
+            if summary:
+                doc["summary"] = summary
+            self._write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        elif self.fmt == "text":
+            folded = fold([_copy(f) for f in self.all])
+            reps = [f for f in folded if f.count > 1]
+            for f in reps:
+                lines = ", ".join(str(x) for x in f.lines[:12]) + (" ..." if len(f.lines) > 12 else "")
+                self._write(f"{f.source}: {f.family} repeated x{f.count} (lines {lines})\n")
+            roots = sum(1 for f in folded if f.role == "root")
+            if folded:
+                self._write(f"{len(folded)} distinct failure(s), {roots} root, "
+                            f"{len(folded) - roots} secondary, {sum(f.count for f in folded)} occurrence(s)\n")
+
+
+def _copy(f: Finding) -> Finding:
+    import copy
+
+    g = copy.copy(f)
+    g.lines = list(f.lines)
+    return g

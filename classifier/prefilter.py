@@ -1,0 +1,220 @@
+"""One multi-pattern pass over large blocks of bytes.
+
+The scanner asks one question of every block: which lines match which
+patterns. Engines, fastest first: Hyperscan (block mode, one database),
+RE2 (one alternation per block, then a per-line check), and the pure-Python
+``regex`` fallback. All give the same answers; a test runs the pack through
+each. Patterns an engine cannot compile are run by the ``regex`` module over
+the block, with a time limit, so they cost speed but never correctness.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+import warnings
+from collections import defaultdict
+from typing import Iterable
+
+import regex
+
+MATCH_TIMEOUT = 0.5
+
+
+def prefilter_form(src: str) -> str:
+    """The pattern as a plain regex the fast engines accept: named groups become plain groups."""
+    return re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", src)
+
+
+class _Engine:
+    name = "base"
+
+    def scan(self, buf: bytes) -> dict[int, set[int]]:  # line start offset -> pattern ids
+        raise NotImplementedError
+
+
+def _line_start(buf: bytes, pos: int) -> int:
+    return buf.rfind(b"\n", 0, pos) + 1
+
+
+class _SlowPatterns:
+    """Patterns run one by one with the regex module (with a timeout)."""
+
+    def __init__(self, items: list[tuple[int, str, str]]) -> None:
+        self.items = []
+        for pid, src, label in items:
+            try:
+                self.items.append((pid, regex.compile(src.encode() if isinstance(src, str) else src), label))
+            except regex.error as exc:
+                warnings.warn(f"{label}: pattern does not compile and is skipped: {exc}", stacklevel=2)
+        self.disabled: set[int] = set()
+
+    def scan_into(self, buf: bytes, out: dict[int, set[int]]) -> None:
+        for pid, rx, label in self.items:
+            if pid in self.disabled:
+                continue
+            try:
+                for m in rx.finditer(buf, timeout=MATCH_TIMEOUT):
+                    out[_line_start(buf, m.start())].add(pid)
+                    if m.end() == m.start():
+                        break
+            except TimeoutError:
+                self.disabled.add(pid)
+                warnings.warn(
+                    f"{label}: pattern took over {MATCH_TIMEOUT}s on one block and is switched off for this scan; "
+                    "rewrite it without nested repetition",
+                    stacklevel=2,
+                )
+
+
+class HyperscanEngine(_Engine):
+    name = "hyperscan"
+
+    def __init__(self, items: list[tuple[int, str, str]]) -> None:
+        import hyperscan
+
+        ok: list[tuple[int, bytes]] = []
+        slow: list[tuple[int, str, str]] = []
+        for pid, src, label in items:
+            expr = prefilter_form(src).encode()
+            try:
+                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                db.compile(expressions=[expr], ids=[pid], flags=[0])
+                ok.append((pid, expr))
+            except Exception:  # hyperscan.error: unsupported construct
+                slow.append((pid, src, label))
+        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.has_db = bool(ok)
+        if ok:
+            self.db.compile(expressions=[e for _, e in ok], ids=[i for i, _ in ok], flags=[0] * len(ok))
+        self.slow = _SlowPatterns(slow)
+
+    def scan(self, buf: bytes) -> dict[int, set[int]]:
+        ends: list[tuple[int, int]] = []
+        append = ends.append
+
+        def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
+            append((end, pid))
+
+        if self.has_db:
+            self.db.scan(buf, match_event_handler=on_match)
+        out: dict[int, set[int]] = defaultdict(set)
+        ls, le = 0, -1  # the current line [ls, le)
+        n = len(buf)
+        for end, pid in ends:
+            at = end - 1 if end else 0
+            if not (ls <= at < le):
+                ls = buf.rfind(b"\n", 0, at) + 1
+                le = buf.find(b"\n", at)
+                le = n if le == -1 else le
+            out[ls].add(pid)
+        self.slow.scan_into(buf, out)
+        return out
+
+
+class Re2Engine(_Engine):
+    name = "re2"
+
+    def __init__(self, items: list[tuple[int, str, str]]) -> None:
+        import re2
+
+        self.single: list[tuple[int, object]] = []
+        slow: list[tuple[int, str, str]] = []
+        opts = re2.Options()
+        opts.max_mem = 64 << 20
+        for pid, src, label in items:
+            try:
+                self.single.append((pid, re2.compile(prefilter_form(src).encode(), opts)))
+            except Exception:
+                slow.append((pid, src, label))
+        self.combined = None
+        if self.single:
+            alt = b"|".join(b"(?:" + prefilter_form(src).encode() + b")" for pid, src, _ in items if pid in {p for p, _ in self.single})
+            self.combined = re2.compile(alt, opts)
+        self.slow = _SlowPatterns(slow)
+
+    def scan(self, buf: bytes) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = defaultdict(set)
+        if self.combined is not None:
+            pos = 0
+            n = len(buf)
+            while pos < n:
+                m = self.combined.search(buf, pos)
+                if m is None:
+                    break
+                ls = _line_start(buf, m.start())
+                le = buf.find(b"\n", m.start())
+                le = n if le == -1 else le
+                line = buf[ls:le]
+                for pid, rx in self.single:
+                    if rx.search(line):
+                        out[ls].add(pid)
+                pos = le + 1
+        self.slow.scan_into(buf, out)
+        return out
+
+
+class RegexEngine(_Engine):
+    """Pure-Python fallback: the regex module, one pattern at a time over the block."""
+
+    name = "regex"
+
+    def __init__(self, items: list[tuple[int, str, str]]) -> None:
+        self.slow = _SlowPatterns([(pid, prefilter_form(src), label) for pid, src, label in items])
+
+    def scan(self, buf: bytes) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = defaultdict(set)
+        self.slow.scan_into(buf, out)
+        return out
+
+
+ENGINES = {"hyperscan": HyperscanEngine, "re2": Re2Engine, "regex": RegexEngine}
+
+
+def available_engines() -> list[str]:
+    names = []
+    if sys.platform.startswith("linux") or sys.platform == "darwin":
+        try:
+            import hyperscan  # noqa: F401
+
+            names.append("hyperscan")
+        except ImportError:
+            pass
+    try:
+        import re2  # noqa: F401
+
+        names.append("re2")
+    except ImportError:
+        pass
+    names.append("regex")
+    return names
+
+
+def build(items: Iterable[tuple[int, str, str]], engine: str | None = None) -> _Engine:
+    """Compile (pattern id, regex source, label) items with the best (or the named) engine."""
+    items = list(items)
+    names = [engine] if engine else available_engines()
+    last: Exception | None = None
+    for name in names:
+        try:
+            return ENGINES[name](items)
+        except ImportError as exc:
+            last = exc
+            continue
+    raise RuntimeError(f"no prefilter engine could be built: {last}")
+
+
+def line_index(buf: bytes, starts: list[int]) -> list[int]:
+    """Line numbers (0-based within buf) of sorted line-start offsets."""
+    out = []
+    prev = 0
+    n = 0
+    for s in starts:
+        n += buf.count(b"\n", prev, s)
+        out.append(n)
+        prev = s
+    return out
+
+
+__all__ = ["build", "available_engines", "prefilter_form", "line_index", "bisect"]

@@ -1,0 +1,336 @@
+"""Reading log sources as newline-aligned blocks of bytes, in constant memory.
+
+Plain files, .gz and .zst, stdin and pipes. Lines longer than ``MAX_LINE``
+are cut (the head is kept) so that a 200 MB line costs no more memory than a
+short one. A pipe that goes quiet yields ``IDLE`` so the scanner can close a
+failure block that has ended while the writer still holds the pipe open.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import select
+import stat
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from sigclass.errors import InputError
+
+BLOCK = 4 << 20  # bytes per block handed to the prefilter
+MAX_LINE = 64 << 10  # longest line kept; the rest of a longer line is dropped
+IDLE_SECONDS = 0.3
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
+COMPRESSED = (".gz", ".zst")
+
+
+class Idle:
+    """Sentinel: nothing arrived on a live pipe for IDLE_SECONDS."""
+
+
+IDLE = Idle()
+
+
+@dataclass
+class SourceState:
+    """What the reader learnt about a source while reading it."""
+
+    name: str
+    problems: list[str] = field(default_factory=list)
+    cut_lines: int = 0
+    binary: bool = False
+    bytes_read: int = 0
+
+
+def is_log_name(name: str) -> bool:
+    base = name
+    for suf in COMPRESSED:
+        if base.endswith(suf):
+            base = base[: -len(suf)]
+            break
+    return base.endswith(LOG_SUFFIXES)
+
+
+def _open_raw(path: str) -> BinaryIO:
+    if path == "-":
+        return os.fdopen(os.dup(0), "rb", buffering=0)
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; check the path") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make it readable") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc}); check the path") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory; use `sigclass runs {path}` for a run directory")
+    try:
+        return open(p, "rb", buffering=0)
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make it readable") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+
+
+class _Zstd(io.RawIOBase):
+    def __init__(self, raw: BinaryIO) -> None:
+        import zstandard
+
+        self._r = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        return self._r.read(n if n and n > 0 else BLOCK)
+
+
+class _Owning(io.RawIOBase):
+    """A decompressing reader that also closes the file under it."""
+
+    def __init__(self, inner, raw: BinaryIO) -> None:
+        self._inner, self._raw = inner, raw
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        return self._inner.read(n)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+        super().close()
+
+
+def open_source(path: str) -> BinaryIO:
+    """A binary stream of the decompressed content of a path ('-' is stdin)."""
+    raw = _open_raw(path)
+    name = path.lower()
+    head = b""
+    if path != "-":
+        try:
+            head = os.pread(raw.fileno(), 4, 0)
+        except OSError:
+            head = b""
+    if name.endswith(".gz") or head[:2] == b"\x1f\x8b":
+        return _Owning(gzip.GzipFile(fileobj=raw, mode="rb"), raw)  # type: ignore[return-value]
+    if name.endswith(".zst") or head == b"\x28\xb5\x2f\xfd":
+        return _Owning(_Zstd(raw), raw)  # type: ignore[return-value]
+    return raw
+
+
+def looks_binary(sample: bytes) -> bool:
+    """True for content that is not text: NUL bytes or many control characters."""
+    if not sample:
+        return False
+    if sample.count(b"\x00") > max(1, len(sample) // 1000):
+        return True
+    ctrl = sum(1 for b in sample[:4096] if b < 32 and b not in (9, 10, 12, 13, 27))
+    return ctrl > len(sample[:4096]) * 0.1
+
+
+def _is_pipe(stream: BinaryIO) -> bool:
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _raw_reads(stream: BinaryIO, state: SourceState, live: bool) -> Iterator[bytes | Idle]:
+    fd = stream.fileno() if live else -1
+    while True:
+        if live:
+            ready, _, _ = select.select([fd], [], [], IDLE_SECONDS)
+            if not ready:
+                yield IDLE
+                continue
+            data = os.read(fd, BLOCK)
+        else:
+            try:
+                data = stream.read(BLOCK)
+            except EOFError:
+                state.problems.append(f"{state.name}: compressed stream is truncated; findings before the cut are kept")
+                return
+            except (OSError, zlib.error) as exc:
+                msg = str(exc) or type(exc).__name__
+                state.problems.append(f"{state.name}: read failed ({msg}); findings before it are kept")
+                return
+            except Exception as exc:  # zstandard.ZstdError and friends
+                state.problems.append(f"{state.name}: cannot decompress ({exc}); findings before it are kept")
+                return
+        if not data:
+            return
+        state.bytes_read += len(data)
+        yield data
+
+
+def blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[bytes | Idle]:
+    """Newline-aligned blocks of a source. The last block may lack a final newline.
+
+    JSON-lines sources are turned into plain lines with an internal prefix that
+    carries each record's worker, unit, time and source line.
+    """
+    base = path.lower()
+    for suf in COMPRESSED:
+        if base.endswith(suf):
+            base = base[: -len(suf)]
+    if base.endswith(".jsonl"):
+        return _jsonl_blocks(_plain_blocks(path, state, live=live))
+    return _plain_blocks(path, state, live=live)
+
+
+def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[bytes | Idle]:
+    stream = open_source(path)
+    try:
+        if live is None:
+            live = path == "-" and _is_pipe(stream) and isinstance(stream, io.FileIO)
+        carry = b""
+        cutting = False  # inside an over-long line whose rest is being dropped
+        first = True
+        for data in _raw_reads(stream, state, live):
+            if data is IDLE:
+                if carry and not cutting:
+                    # a partial line has waited a while: hand it over (live pipes only)
+                    yield carry + b"\n"
+                    carry = b""
+                yield IDLE
+                continue
+            assert isinstance(data, bytes)
+            if first:
+                first = False
+                if looks_binary(data[:8192]):
+                    state.binary = True
+                    state.problems.append(f"{state.name}: binary data, not a text log; skipped")
+                    return
+            if cutting:
+                nl = data.find(b"\n")
+                if nl == -1:
+                    continue
+                data = data[nl + 1 :]
+                cutting = False
+            buf = carry + data if carry else data
+            last_nl = buf.rfind(b"\n")
+            if last_nl == -1:
+                if len(buf) > MAX_LINE:
+                    state.cut_lines += 1
+                    yield buf[:MAX_LINE] + b"\n"
+                    carry = b""
+                    cutting = True
+                else:
+                    carry = buf
+                continue
+            body, carry = buf[: last_nl + 1], buf[last_nl + 1 :]
+            if len(carry) > MAX_LINE:
+                state.cut_lines += 1
+                body += carry[:MAX_LINE] + b"\n"
+                carry = b""
+                cutting = True
+            if len(body) > 2 * MAX_LINE and _has_long_line(body):
+                body = _cut_long_lines(body, state)
+            yield body
+        if carry and not cutting:
+            yield carry
+    finally:
+        try:
+            stream.close()
+        except Exception:
+            pass
+
+
+def _has_long_line(body: bytes) -> bool:
+    # cheap check: a block with fewer newlines than its size allows
+    return body.count(b"\n") * MAX_LINE < len(body) and _max_line(body) > MAX_LINE
+
+
+def _max_line(body: bytes) -> int:
+    best = prev = 0
+    pos = body.find(b"\n")
+    while pos != -1:
+        best = max(best, pos - prev)
+        prev = pos + 1
+        pos = body.find(b"\n", prev)
+    return best
+
+
+def _cut_long_lines(body: bytes, state: SourceState) -> bytes:
+    out = []
+    for line in body.split(b"\n"):
+        if len(line) > MAX_LINE:
+            state.cut_lines += 1
+            line = line[:MAX_LINE]
+        out.append(line)
+    return b"\n".join(out)
+
+
+_MSG_KEYS = ("msg", "message", "log")
+_TIME_KEYS = ("ts", "time", "timestamp")
+_WORKER_KEYS = ("worker", "rank", "gpu")
+_UNIT_KEYS = ("shard", "unit")
+
+
+def _clean_field(v: object) -> str:
+    return str(v).replace(";", ",").replace("]", ")")[:80] if v is not None else ""
+
+
+def _json_time(v: object) -> str:
+    from sigclass.textnorm import parse_time
+
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        from datetime import datetime, timezone
+
+        try:
+            return datetime.fromtimestamp(float(v), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        except (OverflowError, OSError, ValueError):
+            return ""
+    if isinstance(v, str):
+        return parse_time(v) or ""
+    return ""
+
+
+def _jsonl_blocks(source: Iterator[bytes | Idle]) -> Iterator[bytes | Idle]:
+    import json
+
+    lineno = 0
+    for buf in source:
+        if buf is IDLE:
+            yield buf
+            continue
+        out: list[bytes] = []
+        for raw in buf.split(b"\n"):
+            if not raw and lineno and buf.endswith(b"\n"):
+                continue
+            lineno += 1
+            rec = None
+            if raw[:1] == b"{":
+                try:
+                    rec = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    rec = None
+            if not isinstance(rec, dict):
+                out.append(b"[sc:w=;u=;t=;l=%d]:" % lineno + raw)
+                continue
+            msg = next((rec[k] for k in _MSG_KEYS if isinstance(rec.get(k), str)), None)
+            if msg is None:
+                continue
+            w = next((rec[k] for k in _WORKER_KEYS if rec.get(k) is not None), None)
+            u = next((rec[k] for k in _UNIT_KEYS if rec.get(k) is not None), None)
+            t = next((_json_time(rec[k]) for k in _TIME_KEYS if rec.get(k) is not None), "")
+            pre = f"[sc:w={_clean_field(w)};u={_clean_field(u)};t={t};l={lineno}]:".encode()
+            proc = rec.get("process")
+            if isinstance(proc, str) and "pid=" in proc:
+                pre += f"({_clean_field(proc)}) ".encode()
+            for part in msg.rstrip("\n").split("\n"):
+                out.append(pre + part.encode("utf-8", "replace"))
+        if out:
+            yield b"\n".join(out) + b"\n"

@@ -1,0 +1,645 @@
+"""The streaming scanner: blocks of bytes in, findings out as soon as each failure ends.
+
+Per block of bytes, one prefilter pass finds the lines that match any ledger
+pattern, fact, marker or generic failure trigger. Python only looks at those
+lines and at the lines that follow them while a failure block is open, so the
+per-line Python loop never runs over the whole log.
+
+A failure block is a Python traceback (chained ones included), a C++ error
+block (`terminate called...`, `what():`, `frame #N:`), or a one-line error
+plus its continuation lines. Lines are reassembled per stream (torchrun rank,
+Ray pid, ...) so interleaved workers do not cut each other's tracebacks.
+"""
+
+from __future__ import annotations
+
+import re
+import time as _time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import regex
+
+from sigclass import prefilter
+from sigclass.findings import Finding
+from sigclass.ledger import Ledger, Signature
+from sigclass.reader import IDLE, SourceState, blocks
+from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line, year_of
+
+MATCH_TIMEOUT = 0.25
+GAP_LINES = 40  # a traceback with no line of its own for this many lines is closed
+GAP_AFTER_EXC = 3  # ... and once its exception line was seen, after this many
+MAX_BLOCK_LINES = 400
+MAX_MSG_LINES = 12  # continuation lines after an exception line
+
+# Generic triggers: ids above the ledger's pattern ids.
+_G = 1 << 20
+G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV = range(_G, _G + 7)
+GENERIC = {
+    G_TB: r"Traceback \(most recent call last\)",
+    G_EXC: r"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?: ",
+    G_CPP: r"terminate called after throwing an instance of",
+    G_FATAL: r"Fatal Python error: ",
+    G_ABORT: r"Aborted +\(core dumped\)",
+    G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
+    G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
+}
+BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
+
+_EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error)(?:\[[^\]]*\])?(?::|$)")
+_CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception)")
+_CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
+_MARKER = re.compile(
+    r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?P<verb>[A-Za-z]+)"
+)
+_START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
+_OK_VERBS = {"done", "finished", "completed", "complete", "succeeded", "success", "ok"}
+_FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
+_KV = re.compile(r"(?:^|[\s,;(\[])(?P<key>worker|rank|gpu)=(?P<val>[A-Za-z0-9_.-]+)")
+
+
+@dataclass
+class Marker:
+    """A unit start/end marker line (`[shard 17] starting`, `shard=3 done`)."""
+
+    unit: str
+    kind: str  # start | ok | failed
+    line: int
+    time: str | None
+    worker: str | None
+    stream: str
+
+
+@dataclass
+class _Block:
+    stream: str
+    worker: str | None
+    kind: str  # tb | line | cpp
+    phase: str  # frames | exc | msg | chain
+    tag: str
+    header: str
+    start: int
+    last: int
+    time: str | None
+    unit: str | None
+    lines: list[tuple[int, Line]] = field(default_factory=list)
+    pids: set[int] = field(default_factory=set)
+    msg_lines: int = 0
+    wall: float = 0.0
+    shaped: bool = False  # it looks like a failure by its shape alone
+
+
+@dataclass
+class ScanResult:
+    source: str
+    findings: list[Finding]
+    markers: list[Marker]
+    workers_kv: dict[str, str]  # key -> value of worker=/rank=/gpu= lines
+    facts: dict[str, dict[str, str]]
+    problems: list[str]
+    lines: int
+    bytes: int
+    first_time: str | None = None
+    last_time: str | None = None
+
+
+class _PatternGuard:
+    """Runs ledger regexes with a time limit; a pattern that times out is switched off and named."""
+
+    def __init__(self) -> None:
+        self.disabled: set[int] = set()
+        self.messages: list[str] = []
+
+    def search(self, pat, text: str):
+        if pat.index in self.disabled:
+            return None
+        try:
+            return pat.compiled.search(text, timeout=MATCH_TIMEOUT)
+        except TimeoutError:
+            self.disabled.add(pat.index)
+            msg = (f"{pat.location}: signature {pat.family} pattern timed out after {MATCH_TIMEOUT}s and is "
+                   "switched off for this run; rewrite it without nested repetition")
+            self.messages.append(msg)
+            warnings.warn(msg, stacklevel=2)
+            return None
+
+
+class Scanner:
+    """Compiled once per ledger; scans any number of sources."""
+
+    def __init__(self, ledger: Ledger, *, engine: str | None = None, signatures: str = "both",
+                 learned: Callable[[list[str]], tuple[str, float] | None] | None = None) -> None:
+        self.ledger = ledger
+        self.signatures = signatures
+        self.learned = learned
+        self.any_family: dict[int, str] = {}
+        self.fact_pat: dict[int, object] = {}
+        self.counted: set[str] = set()
+        items: list[tuple[int, str, str]] = []
+        for sig in ledger:
+            if not sig.active:
+                continue
+            if sig.min_count > 1:
+                self.counted.add(sig.id)
+            for p in sig.any:
+                self.any_family[p.index] = sig.id
+                items.append((p.index, p.source, f"{p.location} ({sig.id})"))
+            for p in sig.facts:
+                self.fact_pat[p.index] = p
+                items.append((p.index, p.source, f"{p.location} ({sig.id} fact {p.fact})"))
+        self.pattern_by_index = {p.index: p for s in ledger for p in (*s.any, *s.facts)}
+        for gid, src in GENERIC.items():
+            items.append((gid, src, f"built-in trigger {gid - _G}"))
+        self.engine = prefilter.build(items, engine)
+        self.multiline_families = [s for s in ledger if s.active and s.multiline]
+        self.guard = _PatternGuard()
+
+    # ------------------------------------------------------------------ API
+    def scan(self, path: str, *, display: str | None = None, on_finding: Callable[[Finding], None] | None = None,
+             live: bool | None = None) -> ScanResult:
+        """Scan one source ('-' is stdin). Raises InputError when it cannot be opened."""
+        state = SourceState(display or ("<stdin>" if path == "-" else path))
+        run = _SourceScan(self, state, on_finding)
+        for buf in blocks(path, state, live=live):
+            if buf is IDLE:
+                run.idle()
+                continue
+            run.feed(buf)  # type: ignore[arg-type]
+        run.finish()
+        problems = list(state.problems)
+        if state.cut_lines:
+            problems.append(f"{state.name}: {state.cut_lines} line(s) longer than 64 KiB were cut to their first 64 KiB")
+        problems.extend(self.guard.messages)
+        self.guard.messages = []
+        return ScanResult(state.name, run.findings, run.markers, run.kv, run.facts, problems, run.lineno,
+                          state.bytes_read, run.first_time, run.last_time)
+
+    def scan_text(self, text: str, *, source: str = "<text>") -> ScanResult:
+        """Scan an in-memory string."""
+        state = SourceState(source)
+        run = _SourceScan(self, state, None)
+        data = text.encode("utf-8", "replace")
+        step = 4 << 20
+        pos = 0
+        while pos < len(data):
+            end = data.rfind(b"\n", pos, pos + step)
+            end = len(data) if end == -1 or pos + step >= len(data) else end + 1
+            run.feed(data[pos:end])
+            pos = end
+        run.finish()
+        return ScanResult(source, run.findings, run.markers, run.kv, run.facts, list(state.problems) + self.guard.messages,
+                          run.lineno, len(data), run.first_time, run.last_time)
+
+    # ------------------------------------------------------------------ classification
+    def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None]) -> tuple[Signature, list[str], float] | None:
+        if self.signatures == "learned":
+            return None
+        cands = {self.any_family[p] for p in pids if p in self.any_family}
+        cands.update(s.id for s in self.multiline_families)
+        best = None
+        best_key = None
+        text = None
+        for fid in cands:
+            sig = self.ledger[fid]
+            if not sig.active or sig.min_count > 1:
+                continue
+            ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in sig.any)]
+            if not ev and sig.multiline:
+                text = text if text is not None else "\n".join(lines)
+                if any(self.guard.search(p, text) for p in sig.multiline):
+                    ev = [ln for ln in lines if ln.strip()][:3]
+            if not ev:
+                continue
+            if any(not any(self.guard.search(p, ln) for ln in lines) for p in sig.all):
+                continue
+            if any(self.guard.search(p, ln) for p in sig.none for ln in lines):
+                continue
+            ok = True
+            for name, rx in sig.require:
+                v = facts(name)
+                if v is None or not rx.search(v):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            prefer = sum(1 for name, rx in sig.prefer if (v := facts(name)) is not None and rx.search(v))
+            key = (sig.priority, prefer, len(ev))
+            if best_key is None or key > best_key:
+                best, best_key = (sig, ev, 1.0), key
+        return best
+
+
+class _SourceScan:
+    """The state of one source being scanned."""
+
+    def __init__(self, scanner: Scanner, state: SourceState, on_finding: Callable[[Finding], None] | None) -> None:
+        self.sc = scanner
+        self.state = state
+        self.on_finding = on_finding
+        self.lineno = 0  # lines fully consumed so far
+        self.open: dict[str, _Block] = {}
+        self.findings: list[Finding] = []
+        self.roots: list[Finding] = []
+        self.markers: list[Marker] = []
+        self.kv: dict[str, str] = {}
+        self.facts: dict[str, dict[str, str]] = {}
+        self.counters: dict[tuple[str, str | None], Finding] = {}
+        self.pending: list[Finding] = []
+        self.counts: dict[tuple[str, str | None], list] = {}
+        self.last_time: str | None = None
+        self.first_time: str | None = None
+        self.year: int | None = None
+        self.prev_tail = b""
+        self.live_clock = _time.monotonic
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, buf: bytes) -> None:
+        hits = self.sc.engine.scan(buf)
+        starts = sorted(hits)
+        n = len(buf)
+        pos = 0
+        hi = 0
+        lineno = self.lineno
+        nstarts = len(starts)
+        while pos < n:
+            if not self.open:
+                while hi < nstarts and starts[hi] < pos:
+                    hi += 1
+                if hi >= nstarts:
+                    lineno += buf.count(b"\n", pos, n)
+                    pos = n
+                    break
+                target = starts[hi]
+                lineno += buf.count(b"\n", pos, target)
+                pos = target
+            le = buf.find(b"\n", pos)
+            le = n if le == -1 else le
+            pids = hits.get(pos)
+            self._line(buf, pos, le, lineno + 1, pids)
+            lineno += 1
+            pos = le + 1
+        self.lineno = lineno
+        if not self.open:
+            self._update_time_from_tail(buf)
+        self.prev_tail = buf[-65536:]
+
+    def idle(self) -> None:
+        """A live pipe went quiet: every open block has ended."""
+        for stream in list(self.open):
+            self._close(stream)
+        self._release()
+
+    def finish(self) -> None:
+        for stream in list(self.open):
+            self._close(stream)
+        self._release()
+
+    # ------------------------------------------------------------------ per line
+    def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
+        raw = buf[ls:le].decode("utf-8", "replace")
+        ln = split_line(raw)
+        if ln.line_override is not None:
+            lineno = ln.line_override
+        t = ln.time_override or parse_time(ln.content, self.year)
+        if t is None and pids:
+            t = self._look_back_time(buf, ls)
+        if t is not None:
+            self.last_time = t
+            if self.first_time is None:
+                self.first_time = t
+            if ln.time_override is None and t[:4] != "1970":
+                y = _year_in(ln.content)
+                if y:
+                    self.year = y
+        if pids:
+            self._side_hits(ln, lineno, pids)
+        # expire blocks of other streams that have been quiet for too long
+        for stream, blk in list(self.open.items()):
+            if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):
+                self._close(stream)
+        blk = self.open.get(ln.stream)
+        if blk is not None:
+            if self._continues(blk, ln, pids):
+                blk.lines.append((lineno, ln))
+                blk.last = lineno
+                blk.wall = self.live_clock()
+                if pids:
+                    blk.pids |= pids
+                if len(blk.lines) >= MAX_BLOCK_LINES:
+                    self._close(ln.stream)
+                return
+            self._close(ln.stream)
+        if pids and self._starts_block(ln, pids):
+            self._open(buf, ls, ln, lineno, pids)
+
+    def _side_hits(self, ln: Line, lineno: int, pids: set[int]) -> None:
+        for pid in pids:
+            fp = self.sc.fact_pat.get(pid)
+            if fp is not None:
+                m = self.sc.guard.search(fp, ln.content)
+                if m is not None and m.group(fp.fact) is not None:
+                    self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
+        if G_MARK in pids:
+            m = _MARKER.search(ln.body)
+            if m:
+                verb = m["verb"].lower()
+                kind = ("start" if verb in _START_VERBS else "ok" if verb in _OK_VERBS
+                        else "failed" if verb in _FAIL_VERBS else None)
+                if kind:
+                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self.last_time, ln.worker, ln.stream))
+        if G_KV in pids:
+            for m in _KV.finditer(ln.content):
+                self.kv.setdefault(m["key"], m["val"])
+        for pid in pids:
+            fam = self.sc.any_family.get(pid)
+            if fam is not None and fam in self.sc.counted:
+                self._count(fam, ln, lineno)
+
+    def _count(self, fam: str, ln: Line, lineno: int) -> None:
+        sig = self.sc.ledger[fam]
+        if self.sc.signatures == "learned":
+            return
+        if not any(self.sc.guard.search(p, ln.content) for p in sig.any):
+            return
+        if any(self.sc.guard.search(p, ln.content) for p in sig.none):
+            return
+        key = (fam, ln.worker)
+        done = self.counters.get(key)
+        if done is not None:
+            done.count += 1
+            done.lines.append(lineno)
+            done.end_line = lineno
+            return
+        seen = self.counts.setdefault(key, [])
+        seen.append((lineno, ln, self.last_time))
+        if len(seen) < sig.min_count:
+            return
+        first_line, first_ln, first_time = seen[0]
+        ev = [x.content for _, x, _ in seen[:3]]
+        f = self._make(sig, ev, 1.0, "regex", first_line, lineno, first_time, ln.worker, ln.stream, None,
+                       [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
+        f.count = len(seen)
+        f.lines = [a for a, _, _ in seen]
+        self.counters[key] = f
+        del self.counts[key]
+        self._emit(f)
+
+    def _starts_block(self, ln: Line, pids: set[int]) -> bool:
+        for p in pids:
+            if p in BLOCK_STARTERS:
+                if p == G_EXC and not _EXC_LINE.match(ln.body.lstrip()):
+                    continue
+                return True
+            fam = self.sc.any_family.get(p)
+            if fam is not None and fam not in self.sc.counted:
+                return True
+        return False
+
+    def _open(self, buf: bytes, ls: int, ln: Line, lineno: int, pids: set[int]) -> None:
+        body = ln.body
+        if "Traceback (most recent call last)" in body:
+            kind, phase = "tb", "frames"
+        elif G_CPP in pids or _CPP_CONT.match(body.lstrip()):
+            kind, phase = "cpp", "msg"
+        else:
+            kind, phase = "line", "msg"
+        blk = _Block(ln.stream, ln.worker, kind, phase, header_tag(ln.header), ln.header, lineno, lineno,
+                     self.last_time, ln.unit, [], set(pids), 0, self.live_clock())
+        blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
+            G_EXC in pids and bool(_EXC_LINE.match(body.lstrip())))
+        if kind != "tb":
+            # a headless traceback: take the frame lines just above the exception line
+            blk.lines.extend(self._frames_above(buf, ls, ln, lineno))
+            if blk.lines:
+                blk.start = blk.lines[0][0]
+                blk.shaped = blk.shaped or G_EXC in pids
+        blk.lines.append((lineno, ln))
+        self.open[ln.stream] = blk
+
+    def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line]]:
+        out: list[tuple[int, Line]] = []
+        end = ls - 1
+        back = 0
+        while end > 0 and back < 60 and len(out) < 40:
+            start = buf.rfind(b"\n", 0, end) + 1
+            prev = split_line(buf[start:end].decode("utf-8", "replace"))
+            back += 1
+            if prev.stream != ln.stream:
+                end = start - 1
+                continue
+            b = prev.body
+            if b.startswith((" ", "\t")) and b.strip():
+                out.append((lineno - back, prev))
+                end = start - 1
+                continue
+            if "Traceback (most recent call last)" in b:
+                out.append((lineno - back, prev))
+            break
+        out.reverse()
+        return out
+
+    def _continues(self, blk: _Block, ln: Line, pids: set[int] | None) -> bool:
+        body = ln.body
+        stripped = body.strip()
+        same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)
+        if blk.kind == "tb" and blk.phase in ("frames", "chain"):
+            if not stripped:
+                return True
+            if body[:1] in (" ", "\t") or "Traceback (most recent call last)" in body or _CHAIN.search(body):
+                if "Traceback (most recent call last)" in body:
+                    blk.phase = "frames"
+                return True
+            if blk.phase == "chain":
+                return False
+            blk.phase = "exc"
+            blk.shaped = True
+            blk.msg_lines = 0
+            return True
+        # after the exception line, or in a one-line / C++ block
+        if "Traceback (most recent call last)" in body:
+            if blk.kind != "tb" and len(blk.lines) <= 3:
+                blk.kind, blk.phase = "tb", "frames"
+                return True
+            if blk.kind == "tb" and blk.phase == "chain_wait":
+                blk.phase = "frames"
+                return True
+            return False
+        if _CHAIN.search(body):
+            blk.phase = "chain" if blk.kind == "tb" else blk.phase
+            return blk.kind == "tb"
+        if not stripped:
+            if blk.kind == "tb":
+                blk.phase = "chain_wait"
+                return True
+            return False
+        if blk.phase == "chain_wait":
+            return False
+        if _CPP_CONT.match(stripped):
+            return True
+        if not same_record:
+            return False
+        if blk.msg_lines >= MAX_MSG_LINES:
+            return False
+        blk.msg_lines += 1
+        return True
+
+    # ------------------------------------------------------------------ closing
+    def _close(self, stream: str) -> None:
+        blk = self.open.pop(stream, None)
+        if blk is None:
+            return
+        # drop trailing blank lines
+        while blk.lines and not blk.lines[-1][1].body.strip():
+            blk.lines.pop()
+        if not blk.lines:
+            return
+        texts = [ln.content for _, ln in blk.lines]
+        bodies = [ln.body for _, ln in blk.lines]
+        worker = blk.worker
+
+        def fact(name: str) -> str | None:
+            for key in (worker or "", ""):
+                v = self.facts.get(key, {}).get(name)
+                if v is not None:
+                    return v
+            for d in self.facts.values():
+                if name in d:
+                    return d[name]
+            return None
+
+        res = self.sc.classify_block(texts, blk.pids, fact)
+        end_line = blk.lines[-1][0]
+        unit = blk.unit
+        if res is not None:
+            sig, ev, conf = res
+            key_lines = [_strip_ts(e) for e in ev[-1:]]
+            f = self._make(sig, ev[:5], conf, "regex", blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
+            self._emit(f)
+            return
+        if self.sc.learned is not None and (blk.shaped or self.sc.signatures == "learned"):
+            guess = self.sc.learned(bodies)
+            if guess is not None:
+                fid, prob = guess
+                sig = self.sc.ledger.signatures.get(fid)
+                if sig is not None:
+                    ev = _exception_lines(bodies)
+                    f = self._make(sig, ev, prob, "learned", blk.start, end_line, blk.time, worker, stream, unit, bodies,
+                                   [_strip_ts(e) for e in ev[:1]])
+                    self._emit(f)
+                    return
+        if not blk.shaped:
+            return
+        ev = _exception_lines(bodies)
+        f = Finding(
+            family="unknown", title="Failure no signature explains", role="root", status="unknown",
+            confidence=0.0, method="none", source=self.state.name, line=blk.start, end_line=end_line,
+            time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint(["unknown", *ev[-2:]]),
+            mitigation="", family_role="root", unit=unit, stream=stream, block=bodies,
+        )
+        self._emit(f)
+
+    def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
+              worker: str | None, stream: str, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
+        facts = {}
+        for d in (self.facts.get("", {}), self.facts.get(worker or "", {})):
+            facts.update(d)
+        return Finding(
+            family=sig.id, title=sig.title, role=sig.role, status=sig.status, confidence=round(conf, 3),
+            method=method, source=self.state.name, line=line, end_line=end, time=t, worker=worker,
+            evidence=[e.strip() for e in ev], fingerprint=fingerprint([sig.id, *key_lines]),
+            mitigation=sig.mitigation, probes=list(sig.probes), caveats=list(sig.caveats),
+            supersedes=[{"id": s.id, "note": s.note} for s in sig.supersedes],
+            superseded_by=[{"id": s.id, "note": s.note} for s in sig.superseded_by],
+            family_role=sig.role, unit=unit, stream=stream, block=bodies, facts=facts,
+        )
+
+    def _emit(self, f: Finding) -> None:
+        """Queue a finding; it is released once no earlier-starting block is still open."""
+        self.pending.append(f)
+        self._release()
+
+    def _release(self) -> None:
+        if not self.pending:
+            return
+        floor = min((b.start for b in self.open.values()), default=None)
+        self.pending.sort(key=lambda f: f.line)
+        while self.pending and (floor is None or self.pending[0].line < floor):
+            self._publish(self.pending.pop(0))
+
+    def _publish(self, f: Finding) -> None:
+        if f.family_role == "secondary":
+            # the latest root of the same worker; else, as in a distributed job, the latest root in the source
+            root = next((r for r in reversed(self.roots) if r.worker == f.worker or r.worker is None or f.worker is None),
+                        self.roots[-1] if self.roots else None)
+            if root is not None:
+                f.role = "secondary"
+                f.root = root.pointer()
+            else:
+                f.role = "root"
+        else:
+            f.role = "root"
+            self.roots.append(f)
+        f.lines = [f.line] if not f.lines else f.lines
+        self.findings.append(f)
+        if self.on_finding is not None:
+            self.on_finding(f)
+
+    # ------------------------------------------------------------------ time
+    def _look_back_time(self, buf: bytes, ls: int) -> str | None:
+        end = ls - 1
+        for _ in range(30):
+            if end <= 0:
+                break
+            start = buf.rfind(b"\n", 0, end) + 1
+            t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
+            if t is not None:
+                return t
+            end = start - 1
+        return self.last_time
+
+    def _update_time_from_tail(self, buf: bytes) -> None:
+        end = len(buf)
+        for _ in range(10):
+            if end <= 0:
+                return
+            start = buf.rfind(b"\n", 0, end - 1) + 1
+            t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
+            if t is not None:
+                self.last_time = t
+                if self.first_time is None:
+                    self.first_time = t
+                return
+            end = start
+
+
+_YEAR = re.compile(r"(?<!\d)(20\d\d)-\d\d-\d\d")
+_TS_LEAD = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\]?\s*")
+
+
+def _year_in(text: str) -> int | None:
+    m = _YEAR.search(text)
+    return int(m.group(1)) if m else None
+
+
+def _strip_ts(text: str) -> str:
+    return _TS_LEAD.sub("", text)
+
+
+def _exception_lines(bodies: list[str]) -> list[str]:
+    """The exception lines of a block (the last non-indented lines of each traceback)."""
+    out = []
+    for b in bodies:
+        s = b.strip()
+        if not s or b[:1] in (" ", "\t") or s.startswith(("Traceback (most recent call last)", "File \"")) or _CHAIN.search(s):
+            continue
+        if _EXC_LINE.match(s) or "error" in s.lower() or "fault" in s.lower() or "killed" in s.lower():
+            out.append(s[:500])
+    if not out:
+        out = [b.strip()[:500] for b in bodies if b.strip()][-2:]
+    return out[-4:]
+
+
+def scan_paths(scanner: Scanner, paths: Iterable[str], on_finding=None) -> Iterator[ScanResult]:
+    for p in paths:
+        yield scanner.scan(p, on_finding=on_finding)

@@ -1,0 +1,172 @@
+"""Line normalisation: ANSI and carriage returns, worker prefixes, log headers,
+timestamps, and the masking that turns a failure block into a template.
+
+Everything here runs only on lines the prefilter picked (and the few lines
+around them), never on every line of a log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+# Worker prefixes, tried in order at the start of a line (after ANSI removal).
+_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # internal prefix written by the JSON-lines adapter
+    ("jsonl", re.compile(r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:")),
+    ("rank", re.compile(r"\[(?:rank|default)(?P<w>\d+)\]:")),
+    ("mpi", re.compile(r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:")),
+    ("ray", re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)[ ,]+pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
+    ("ray", re.compile(r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
+    ("tee", re.compile(r"(?P<w>\d{1,4}): ")),
+)
+
+_TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
+    ("vllm", re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
+    ("glog", re.compile(r"\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
+)
+
+# A log header at the start of the content: timestamp and/or level and/or a [file:line] tag.
+_HEADER = re.compile(
+    r"(?:"
+    r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?"  # vLLM
+    r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]]*\] ?"  # glog / torch
+    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?:\s*\[[^\]]*\])?(?:\s+[\w.]+:)?)? ?"
+    r")"
+)
+_TAG = re.compile(r"\[[^\]]*\]")
+
+
+@dataclass(slots=True)
+class Line:
+    """One log line, split into its parts."""
+
+    raw: str  # after ANSI / \r handling
+    content: str  # after worker prefix removal (still with the log header)
+    body: str  # after the log header too
+    stream: str  # reassembly key: lines of one stream belong together
+    worker: str | None
+    header: str  # the log header text ('' when none)
+    prefix_kind: str | None
+    unit: str | None = None
+    time_override: str | None = None
+    line_override: int | None = None
+
+
+def clean(raw: str) -> str:
+    """Remove ANSI escapes and keep what a terminal shows after carriage returns."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    raw = raw.rstrip("\r")
+    if "\r" in raw:
+        parts = [p for p in raw.split("\r") if p.strip()]
+        raw = parts[-1] if parts else ""
+    return raw
+
+
+def split_line(raw: str) -> Line:
+    text = clean(raw)
+    content = text
+    stream = ""
+    worker: str | None = None
+    kind: str | None = None
+    unit = tov = None
+    lov: int | None = None
+    for _ in range(2):
+        for k, rx in _PREFIXES:
+            m = rx.match(content)
+            if not m:
+                continue
+            if k == "jsonl":
+                worker = m["w"] or None
+                unit = m["u"] or None
+                tov = m["t"] or None
+                lov = int(m["l"])
+                stream = f"w:{worker}" if worker else ""
+            elif kind == "jsonl":
+                # a prefix inside a JSON record's message: a sub-stream of the record's worker
+                stream = f"{stream}|{m.groupdict().get('name') or k}:{m['w']}"
+            elif k == "ray" and m.groupdict().get("name"):
+                stream = f"{m['name']}:{m['w']}"
+                worker = m["w"]
+            else:
+                stream = f"{k}:{m['w']}"
+                worker = m["w"]
+            kind = kind or k
+            content = content[m.end():]
+            break
+        else:
+            break
+    hm = _HEADER.match(content)
+    header = hm.group(0) if hm else ""
+    body = content[len(header):] if header else content
+    return Line(text, content, body, stream, worker, header, kind, unit, tov, lov)
+
+
+def header_tag(header: str) -> str:
+    """The part of a header that stays the same for every line of one multi-line record."""
+    if not header:
+        return ""
+    tags = _TAG.findall(header)
+    return tags[-1] if tags else ""
+
+
+def parse_time(text: str, year: int | None = None) -> str | None:
+    """The first timestamp in a line as ISO-8601 UTC, or None."""
+    for kind, rx in _TS_PATTERNS:
+        m = rx.search(text)
+        if not m:
+            continue
+        g = m.groupdict()
+        try:
+            y = int(g["y"]) if g.get("y") else (year or datetime.now(timezone.utc).year)
+            frac = (g.get("f") or "0")[:6].ljust(6, "0")
+            dt = datetime(y, int(g["mo"]), int(g["d"]), int(g["h"]), int(g["mi"]), int(g["s"]), int(frac))
+        except (ValueError, TypeError):
+            continue
+        z = g.get("z")
+        if z and z != "Z":
+            sign = 1 if z[0] == "+" else -1
+            hh, mm = int(z[1:3]), int(z[-2:])
+            from datetime import timedelta
+
+            dt = dt - sign * timedelta(hours=hh, minutes=mm)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return None
+
+
+def year_of(iso: str | None) -> int | None:
+    return int(iso[:4]) if iso else None
+
+
+# --------------------------------------------------------------------------- masking
+
+# Ordered masking rules, Drain3 style: (regex, mask). Earlier rules win.
+MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
+    (re.compile(r"\d\d:\d\d:\d\d(?:\.\d+)?"), "<TIME>"),
+    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<UUID>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<HEX>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+~-]+)+/?|(?:[A-Za-z]:\\[\w.\\ -]+)"), "<PATH>"),
+    (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?"), "<IP>"),
+    (re.compile(r"[0-9a-fA-F]{12,}"), "<HEX>"),
+    (re.compile(r"(?:pid|PID|rank|Rank|RANK|tid|worker|gpu|GPU|device|cuda)[ =:_]?\d+"), "<ID>"),
+    (re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<NUM>"),
+)
+
+
+def mask(text: str) -> str:
+    for rx, rep in MASKS:
+        text = rx.sub(rep, text)
+    return " ".join(text.split())
+
+
+def fingerprint(lines: list[str]) -> str:
+    """A stable hash of masked key lines: repeats of one failure share it."""
+    template = "\n".join(mask(x) for x in lines if x.strip())
+    return hashlib.sha1(template.encode("utf-8", "replace")).hexdigest()[:12]

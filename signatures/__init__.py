@@ -1,0 +1,1 @@
+"""The shipped signature pack (data files; see docs/ledger.md)."""
