@@ -269,3 +269,7 @@ def main() -> None:
     except SigclassError as exc:
         err(exc)
         sys.exit(2)
+
+
+# Commands that live in their own modules register themselves on `app`.
+from sigclass import cli_agent, cli_learn, cli_report, cli_runs  # noqa: E402,F401

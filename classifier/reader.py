@@ -43,6 +43,7 @@ class SourceState:
     cut_lines: int = 0
     binary: bool = False
     bytes_read: int = 0
+    live: bool = False
 
 
 def is_log_name(name: str) -> bool:
@@ -77,16 +78,38 @@ def _open_raw(path: str) -> BinaryIO:
 
 
 class _Zstd(io.RawIOBase):
+    """Streaming zstd that notices a truncated frame (raises EOFError, like gzip)."""
+
     def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
-        self._r = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        self._zstd = zstandard
+        self._raw = raw
+        self._d = zstandard.ZstdDecompressor().decompressobj()
+        self._buf = b""
+        self._fed = False
 
     def readable(self) -> bool:
         return True
 
-    def read(self, n: int = -1) -> bytes:
-        return self._r.read(n if n and n > 0 else BLOCK)
+    def read1(self, n: int = -1) -> bytes:
+        n = n if n and n > 0 else BLOCK
+        while not self._buf:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                if self._fed and not self._d.eof:
+                    raise EOFError("zstd frame is truncated")
+                return b""
+            while chunk:
+                if self._d.eof:  # next frame of a multi-frame file
+                    self._d = self._zstd.ZstdDecompressor().decompressobj()
+                self._fed = True
+                self._buf += self._d.decompress(chunk)
+                chunk = self._d.unused_data if self._d.eof else b""
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    read = read1
 
 
 class _Owning(io.RawIOBase):
@@ -100,6 +123,10 @@ class _Owning(io.RawIOBase):
 
     def read(self, n: int = -1) -> bytes:
         return self._inner.read(n)
+
+    def read1(self, n: int = -1) -> bytes:
+        r1 = getattr(self._inner, "read1", None)
+        return r1(n) if r1 is not None else self._inner.read(n)
 
     def fileno(self) -> int:
         return self._raw.fileno()
@@ -156,23 +183,50 @@ def _raw_reads(stream: BinaryIO, state: SourceState, live: bool) -> Iterator[byt
                 yield IDLE
                 continue
             data = os.read(fd, BLOCK)
+            while data and len(data) < BLOCK and select.select([fd], [], [], 0)[0]:
+                more = os.read(fd, BLOCK - len(data))
+                if not more:
+                    yield data
+                    return
+                data += more
         else:
-            try:
-                data = stream.read(BLOCK)
-            except EOFError:
-                state.problems.append(f"{state.name}: compressed stream is truncated; findings before the cut are kept")
-                return
-            except (OSError, zlib.error) as exc:
-                msg = str(exc) or type(exc).__name__
-                state.problems.append(f"{state.name}: read failed ({msg}); findings before it are kept")
-                return
-            except Exception as exc:  # zstandard.ZstdError and friends
-                state.problems.append(f"{state.name}: cannot decompress ({exc}); findings before it are kept")
+            data, fault = _read_block(stream)
+            if fault:
+                if data:
+                    state.bytes_read += len(data)
+                    yield data
+                state.problems.append(f"{state.name}: {fault}")
                 return
         if not data:
             return
         state.bytes_read += len(data)
         yield data
+
+
+def _read_block(stream: BinaryIO) -> tuple[bytes, str | None]:
+    """Up to BLOCK bytes; on a broken stream, what was read before the break and why it broke."""
+    if isinstance(stream, io.FileIO):
+        try:
+            return stream.read(BLOCK) or b"", None
+        except OSError as exc:
+            return b"", f"read failed ({exc.strerror or exc}); findings before it are kept"
+    parts: list[bytes] = []
+    size = 0
+    read = getattr(stream, "read1", None) or stream.read
+    try:
+        while size < BLOCK:
+            piece = read(min(1 << 16, BLOCK - size))
+            if not piece:
+                break
+            parts.append(piece)
+            size += len(piece)
+    except EOFError:
+        return b"".join(parts), "compressed stream is truncated; findings before the cut are kept"
+    except (OSError, zlib.error) as exc:
+        return b"".join(parts), f"read failed ({exc or type(exc).__name__}); findings before it are kept"
+    except Exception as exc:  # zstandard.ZstdError and friends
+        return b"".join(parts), f"cannot decompress ({exc}); findings before it are kept"
+    return b"".join(parts), None
 
 
 def blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[bytes | Idle]:
@@ -195,6 +249,7 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
     try:
         if live is None:
             live = path == "-" and _is_pipe(stream) and isinstance(stream, io.FileIO)
+        state.live = bool(live)
         carry = b""
         cutting = False  # inside an over-long line whose rest is being dropped
         first = True

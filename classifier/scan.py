@@ -31,6 +31,7 @@ MATCH_TIMEOUT = 0.25
 GAP_LINES = 40  # a traceback with no line of its own for this many lines is closed
 GAP_AFTER_EXC = 3  # ... and once its exception line was seen, after this many
 MAX_BLOCK_LINES = 400
+LIVE_QUIET = 0.3  # seconds: on a live pipe, a finished failure's stream this quiet means it has ended
 MAX_MSG_LINES = 12  # continuation lines after an exception line
 
 # Generic triggers: ids above the ledger's pattern ids.
@@ -51,11 +52,18 @@ _EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|War
 _CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception)")
 _CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 _MARKER = re.compile(
-    r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?P<verb>[A-Za-z]+)"
+    r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?:status=)?(?P<verb>[A-Za-z]+)"
 )
+# the verb first: `Starting shard_3 (1024 prompts)`
+_MARKER_PRE = re.compile(r"(?P<verb>[A-Za-z]+)\s+\[?[Ss]hard[ =_-]?(?P<unit>\d+)")
 _START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
 _OK_VERBS = {"done", "finished", "completed", "complete", "succeeded", "success", "ok"}
 _FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
+# a line that starts a new log record even without a header we know
+_NEW_RECORD = re.compile(
+    r"(?:\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|FATAL|TRACE|NOTICE)(?:[\s:|\]]|$)|\[?\d{4}-\d\d-\d\d|[IWEF]\d{4} \d"
+    r"|[^|]{0,80}\d+%\||(?:Epoch|epoch|Step|step) \d)"
+)
 _KV = re.compile(r"(?:^|[\s,;(\[])(?P<key>worker|rank|gpu)=(?P<val>[A-Za-z0-9_.-]+)")
 
 
@@ -69,6 +77,7 @@ class Marker:
     time: str | None
     worker: str | None
     stream: str
+    text: str = ""  # the marker line (body), cut to 300 characters
 
 
 @dataclass
@@ -280,6 +289,14 @@ class _SourceScan:
             lineno += 1
             pos = le + 1
         self.lineno = lineno
+        if self.state.live and self.open:
+            # on a live pipe, a failure whose exception line has been seen ends when its stream goes quiet,
+            # even while other workers keep writing
+            now = self.live_clock()
+            for stream, blk in list(self.open.items()):
+                if blk.phase not in ("frames", "chain") and now - blk.wall > LIVE_QUIET:
+                    self._close(stream)
+            self._release()
         if not self.open:
             self._update_time_from_tail(buf)
         self.prev_tail = buf[-65536:]
@@ -341,13 +358,15 @@ class _SourceScan:
                 if m is not None and m.group(fp.fact) is not None:
                     self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
         if G_MARK in pids:
-            m = _MARKER.search(ln.body)
-            if m:
-                verb = m["verb"].lower()
+            for rx in (_MARKER, _MARKER_PRE):
+                m = rx.search(ln.body)
+                verb = m["verb"].lower() if m else ""
                 kind = ("start" if verb in _START_VERBS else "ok" if verb in _OK_VERBS
                         else "failed" if verb in _FAIL_VERBS else None)
                 if kind:
-                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self.last_time, ln.worker, ln.stream))
+                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self.last_time, ln.worker, ln.stream,
+                                               ln.body.strip()[:300]))
+                    break
         if G_KV in pids:
             for m in _KV.finditer(ln.content):
                 self.kv.setdefault(m["key"], m["val"])
@@ -477,7 +496,7 @@ class _SourceScan:
             return False
         if _CPP_CONT.match(stripped):
             return True
-        if not same_record:
+        if not same_record or _NEW_RECORD.match(stripped):
             return False
         if blk.msg_lines >= MAX_MSG_LINES:
             return False

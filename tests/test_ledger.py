@@ -1,0 +1,133 @@
+"""The ledger loader and lint: every error names file:line, bad files never stop the pack."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sigclass.errors import SignatureError
+from sigclass.families import CONTRACT_IDS
+from sigclass.ledger import load_ledger, parse_signature
+from sigclass.lint import lint
+from sigclass.scan import Scanner
+
+GOOD = """\
+id: demo-family
+title: Demo failure
+role: root
+priority: 50
+match:
+  any:
+    - 'DemoError: something broke'
+mitigation: Fix the demo.
+probes: [Run it again.]
+"""
+
+
+def test_shipped_pack_defines_every_contract_id(ledger):
+    missing = [fid for fid in CONTRACT_IDS if fid not in ledger]
+    assert not missing, f"shipped pack lacks {missing}"
+
+
+def test_shipped_pack_lints_without_high_issues(ledger):
+    issues = lint(ledger, shipped=True, scanner=Scanner(ledger, signatures="regex"))
+    high = [i.line() for i in issues if i.severity == "HIGH"]
+    assert not high, "\n".join(high)
+
+
+def test_good_signature_parses():
+    sig = parse_signature(GOOD, "sigs/demo-family.yaml")
+    assert sig.id == "demo-family" and sig.role == "root" and len(sig.any) == 1
+    assert sig.any[0].compiled.search("x DemoError: something broke")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (GOOD.replace("role: root", "role: root\nrole: secondary"), "duplicate key 'role'"),
+        (GOOD.replace("role: root", "role: sideways"), "role must be one of"),
+        (GOOD.replace("'DemoError: something broke'", "'DemoError: (unclosed'"), "regex does not compile"),
+        (GOOD.replace("'DemoError: something broke'", "'(?:x)?'"), "matches the empty string"),
+        (GOOD.replace("id: demo-family", "id: other-name"), "differs from the file stem"),
+        (GOOD.replace("title: Demo failure", "title: Demo failure\ncolour: red"), "unknown key 'colour'"),
+        (GOOD.replace("mitigation: Fix the demo.\n", ""), "mitigation is missing"),
+        ("id: demo-family\n  title: [unclosed\n", "YAML error"),
+    ],
+)
+def test_bad_signature_reports_file_and_line(text, needle):
+    with pytest.raises(SignatureError) as exc:
+        parse_signature(text, "sigs/demo-family.yaml")
+    msg = str(exc.value)
+    assert needle in msg
+    assert msg.startswith("sigs/demo-family.yaml:")
+    line = int(msg.split(":")[1])
+    assert 1 <= line <= text.count("\n") + 1
+
+
+def test_bad_user_file_is_skipped_and_reported(tmp_path: Path):
+    (tmp_path / "broken-one.yaml").write_text("id: broken-one\nmatch: [\n", encoding="utf-8")
+    (tmp_path / "demo-family.yaml").write_text(GOOD, encoding="utf-8")
+    lg = load_ledger([tmp_path])
+    assert "demo-family" in lg and "broken-one" not in lg
+    assert any(p.startswith(str(tmp_path / "broken-one.yaml") + ":") for p in lg.problems)
+    with pytest.raises(SignatureError):
+        load_ledger([tmp_path], strict=True)
+
+
+def test_user_file_overrides_shipped_id(tmp_path: Path, ledger):
+    text = GOOD.replace("demo-family", "cuda-oom").replace("Demo failure", "My own OOM")
+    (tmp_path / "cuda-oom.yaml").write_text(text, encoding="utf-8")
+    lg = load_ledger([tmp_path])
+    assert lg["cuda-oom"].title == "My own OOM"
+    assert len(lg) == len(ledger)
+
+
+def test_catastrophic_user_regex_costs_a_warning_not_a_hang(tmp_path: Path):
+    # nested repetition: exponential for a backtracking engine on a long run of 'a' without the final 'b'
+    text = GOOD.replace("'DemoError: something broke'", "'DemoError: (a+)+b'")
+    (tmp_path / "demo-family.yaml").write_text(text, encoding="utf-8")
+    lg = load_ledger([tmp_path], shipped=False)
+    sc = Scanner(lg, signatures="regex", engine="regex")
+    log = "Traceback (most recent call last):\n  File \"x.py\", line 1\nDemoError: " + "a" * 40 + "\n"
+    t0 = time.monotonic()
+    with pytest.warns(UserWarning, match="demo-family"):
+        res = sc.scan_text(log)
+    assert time.monotonic() - t0 < 60  # bounded by the match timeout, not exponential
+    # the failure is not lost: it is still reported (as unknown, since its only pattern was switched off)
+    assert [f.family for f in res.findings] == ["unknown"]
+
+
+def test_lint_flags_pattern_rules_and_missing_examples(tmp_path: Path):
+    text = GOOD.replace("'DemoError: something broke'", "'\\bab\\b'")
+    (tmp_path / "demo-family.yaml").write_text(text, encoding="utf-8")
+    lg = load_ledger([tmp_path], shipped=False)
+    issues = lint(lg, shipped=False, scanner=Scanner(lg, signatures="regex"))
+    names = {(i.name, i.severity) for i in issues}
+    assert ("pattern-rule", "MEDIUM") in names
+    assert ("examples", "HIGH") in names
+    assert all(i.line().startswith("issue=") for i in issues)
+
+
+def test_supersedes_target_must_exist(tmp_path: Path):
+    text = GOOD + "supersedes:\n  - id: no-such-family\n    note: because\n"
+    (tmp_path / "demo-family.yaml").write_text(text, encoding="utf-8")
+    lg = load_ledger([tmp_path], shipped=False)
+    issues = lint(lg, shipped=False)
+    assert any(i.name == "supersedes-target" and "no-such-family" in i.message for i in issues)
+
+
+def test_vllm_entries_carry_their_knowledge(ledger):
+    ima = ledger["vllm-h100-prefix-cache-ima"]
+    text = " ".join(ima.probes).lower()
+    assert "a100" in text and "short" in text
+    assert "enable_prefix_caching" in ima.mitigation and "enforce_eager" in ima.mitigation
+    hang = ledger["vllm-engine-hang"]
+    assert any("chunk" in c.lower() for c in hang.caveats)
+    assert any(s.id == "tokenizer-reload-per-call" for s in hang.superseded_by)
+    tok = ledger["tokenizer-reload-per-call"]
+    assert any(s.id == "vllm-engine-hang" for s in tok.supersedes)
+    assert "lru_cache" in tok.mitigation or any("lru_cache" in p for p in tok.probes)
+    orphan = ledger["vllm-orphan-gpu-memory"]
+    assert "pid" in orphan.mitigation.lower()
