@@ -144,6 +144,14 @@ def scan(
             err(f"{path}: out of memory while scanning; report this input")
             input_error = True
             continue
+        except BrokenPipeError:
+            raise
+        except Exception as exc:  # a bug on one input must not lose the others' findings
+            if os.environ.get("SIGCLASS_DEBUG"):
+                raise
+            err(f"{path}: internal error while scanning ({type(exc).__name__}: {exc}); other inputs carry on")
+            input_error = True
+            continue
         for p in res.problems:
             if p not in problems:
                 err(p)
@@ -268,6 +276,11 @@ def main() -> None:
         sys.exit(2)
     except SigclassError as exc:
         err(exc)
+        sys.exit(2)
+    except Exception as exc:  # a bug: one line for the user, the traceback only on request
+        if os.environ.get("SIGCLASS_DEBUG"):
+            raise
+        err(f"internal error: {type(exc).__name__}: {exc} (set SIGCLASS_DEBUG=1 for the traceback and report it)")
         sys.exit(2)
 
 

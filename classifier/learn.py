@@ -1,13 +1,520 @@
-"""Learned signatures (placeholder until the trained model lands): no model, no predictions."""
+"""Learned signatures: a text classifier for the failure blocks no regex signature explains.
+
+A failure block (the scanner's own segmentation) is normalised and masked
+(`BlockText`), featurised by word and character n-gram TF-IDF, and classified
+by a linear model with calibrated probabilities (`CalibratedLinearClassifier`).
+The labels are family ids plus two abstain labels, `clean` and `unknown`:
+predicting one of those, or a family below the abstain threshold (chosen by
+cross-validation over corpus files), leaves the block `unknown`.
+
+Training data comes from a corpus laid out as ``<dir>/<label>/<name>.log``:
+each file is scanned with the same `Scanner` that runs at inference time, so
+training and inference see the same text (see `collect`). sklearn naming
+(`X`, `y`, trailing-underscore attributes) stays inside this module.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
+import warnings
+from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import FeatureUnion, Pipeline
+from sklearn.preprocessing import LabelEncoder
+from sklearn.svm import LinearSVC
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sigclass.errors import ModelError
+from sigclass.textnorm import mask
+
+ABSTAIN = ("clean", "unknown")
+SEED = 0
+DEFAULT_PARAMS: dict[str, Any] = {"C": 10.0, "loss": "hinge", "calibration": "sigmoid"}
+LATER_WEIGHT = 0.5  # weight of a later block that the regex ledger attributes to a family
+_LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst")
 
 
-def load_predictor(model: Path | None, ledger):
-    if model is not None:
-        from sigclass.errors import ModelError
+# =========================================================================== text
 
-        raise ModelError(f"{model}: learned signatures are not available in this build")
-    return None
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+, in (?P<fn>\S+)')
+_SITE = re.compile(r"(?:site|dist)-packages/")
+_CARET = re.compile(r"^[\s^~]*$")
+_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
+
+
+def _frame_line(m: re.Match[str]) -> str:
+    path = m["path"].replace("\\", "/")
+    tail = _SITE.split(path)[-1]
+    parts = [p for p in tail.split("/") if p]
+    mod = "/".join(parts[-3:]) if parts else "<PATH>"
+    return f"at {mod} in {m['fn']}"
+
+
+def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1) -> str:
+    """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked."""
+    out: list[str] = []
+    exc: list[str] = []
+    lines = text.splitlines()
+    if len(lines) > max_lines:
+        half = max_lines // 2
+        lines = lines[:half] + lines[-half:]
+    for raw in lines:
+        if not raw.strip() or _CARET.match(raw):
+            continue
+        m = _FRAME.match(raw)
+        if m:
+            out.append(mask(_frame_line(m)))
+            continue
+        s = mask(raw[:1000])
+        out.append(s)
+        if raw[:1] not in (" ", "\t") and _EXC.match(raw.strip()):
+            exc.append(s)
+    if repeat_exceptions and exc:
+        out.extend(exc[-3:] * repeat_exceptions)
+    return "\n".join(out)
+
+
+class BlockText(TransformerMixin, BaseEstimator):
+    """Raw failure blocks (strings) -> normalised, masked strings. Stateless."""
+
+    _parameter_constraints: dict = {
+        "max_lines": [Interval(Integral, 2, None, closed="left")],
+        "repeat_exceptions": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1) -> None:
+        self.max_lines = max_lines
+        self.repeat_exceptions = repeat_exceptions
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        self.fitted_ = True
+        return self
+
+    def transform(self, X):
+        return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions) for x in X]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        return tags
+
+
+# =========================================================================== classifier
+
+class CalibratedLinearClassifier(ClassifierMixin, BaseEstimator):
+    """A linear classifier with calibrated probabilities, on numeric (dense or sparse) features.
+
+    ``loss='hinge'`` fits a LinearSVC, ``'logistic'`` a LogisticRegression.
+    With ``calibration`` set, probabilities come from CalibratedClassifierCV
+    (one base model on all data, calibrators from ``calibration_cv``-fold predictions;
+    ``calibration_cv`` shrinks to the smallest class). When a class has a single sample,
+    or ``calibration='none'``, the logistic model's own probabilities (or a
+    softmax of the SVM's decision values) are used.
+    """
+
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "loss": [StrOptions({"hinge", "logistic"})],
+        "calibration": [StrOptions({"sigmoid", "isotonic", "none"})],
+        "calibration_cv": [Interval(Integral, 2, None, closed="left")],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, C: float = 1.0, loss: str = "hinge", calibration: str = "sigmoid", calibration_cv: int = 3,
+                 class_weight: str | dict | None = "balanced", max_iter: int = 5000, random_state=SEED) -> None:
+        self.C = C
+        self.loss = loss
+        self.calibration = calibration
+        self.calibration_cv = calibration_cv
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        check_classification_targets(y)
+        self.label_encoder_ = LabelEncoder().fit(y)
+        self.classes_ = self.label_encoder_.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(f"the data has one class only ({self.classes_[0]!r}); a classifier needs at least 2 classes")
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        return self._fit_model(X, self.label_encoder_.transform(y), sample_weight)
+
+    def _base(self):
+        if self.loss == "hinge":
+            return LinearSVC(C=self.C, class_weight=self.class_weight, max_iter=self.max_iter, random_state=self.random_state)
+        return LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=self.max_iter, random_state=self.random_state)
+
+    def _fit_model(self, X, y_enc, sample_weight):
+        counts = np.bincount(y_enc)
+        folds = int(min(self.calibration_cv, counts.min()))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(converge|least populated).*")
+            if self.calibration != "none" and folds >= 2:
+                from sklearn.model_selection import StratifiedKFold
+
+                cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=self.random_state)
+                model = CalibratedClassifierCV(self._base(), method=self.calibration, cv=cv, ensemble=False)
+                self.calibrated_ = True
+            else:
+                model = self._base()
+                self.calibrated_ = False
+            model.fit(X, y_enc, sample_weight=sample_weight)
+        self.model_ = model
+        base = model.calibrated_classifiers_[0].estimator if self.calibrated_ else model
+        self.n_iter_ = int(np.max(base.n_iter_))
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        if hasattr(self.model_, "predict_proba"):
+            return self.model_.predict_proba(X)
+        d = self.model_.decision_function(X)
+        if d.ndim == 1:
+            d = np.column_stack([-d, d])
+        e = np.exp(d - d.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+# =========================================================================== pipeline
+
+_WORD_TOKENS = r"<[A-Z]+>|[A-Za-z_][A-Za-z0-9_]+"
+
+
+def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
+    """The whole model: block text -> word and char TF-IDF -> calibrated linear classifier."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    p = {**DEFAULT_PARAMS, **(params or {})}
+    features = FeatureUnion([
+        ("word", TfidfVectorizer(token_pattern=_WORD_TOKENS, lowercase=False, ngram_range=(1, 2), sublinear_tf=True,
+                                 min_df=1, max_features=p.get("word_features", 20000), dtype=np.float32)),
+        ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2,
+                                 max_features=p.get("char_features", 30000), dtype=np.float32)),
+    ])
+    clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
+    return Pipeline([("text", BlockText()), ("features", features), ("clf", clf)])
+
+
+# =========================================================================== corpus
+
+@dataclass
+class CorpusFile:
+    path: Path
+    label: str
+    blocks: list[str] = field(default_factory=list)  # every block the learned path sees, in order
+    regex: list[str | None] = field(default_factory=list)  # the family the regex ledger gives each block
+
+
+def corpus_files(dirs: Iterable[str | Path]) -> list[tuple[Path, str]]:
+    """Labelled files of corpus folders laid out as <dir>/<label>/<name>.log."""
+    out: list[tuple[Path, str]] = []
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise ModelError(f"{d}: corpus folder does not exist; name a folder laid out as <label>/<name>.log")
+        for sub in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            for f in sorted(sub.iterdir()):
+                if f.is_file() and f.name.endswith(_LOG_SUFFIXES):
+                    out.append((f, sub.name))
+    return out
+
+
+def corpus_hash(files: Sequence[tuple[Path, str]]) -> str:
+    h = hashlib.sha256()
+    for path, label in sorted(files, key=lambda t: (t[1], t[0].name, str(t[0]))):
+        h.update(f"{label}/{path.name}\0".encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def ledger_hash(ledger) -> str:
+    """A content hash of the ledger that does not depend on where it is installed."""
+    import json
+
+    h = hashlib.sha256()
+    for sig in ledger:
+        h.update(sig.id.encode() + b"\0" + json.dumps(sig.raw, sort_keys=True, default=str).encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
+    """Scan each corpus file twice: learned mode (the blocks) and regex mode (what the ledger says of them)."""
+    from sigclass.scan import Scanner
+
+    learned_holder: list[Callable] = []
+
+    def recorder(bodies: list[str]) -> None:
+        learned_holder[0](bodies)
+
+    learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
+    regex_sc = Scanner(ledger, signatures="regex")
+    out: list[CorpusFile] = []
+    for path, label in files:
+        cf = CorpusFile(path, label)
+        learned_holder[:] = [lambda b, cf=cf: cf.blocks.append("\n".join(b))]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            learn_sc.scan(str(path))
+            res = regex_sc.scan(str(path))
+        by_block = {}
+        for f in res.findings:
+            if f.method == "regex" and f.block:
+                by_block.setdefault("\n".join(f.block), f.family)
+        cf.regex = [by_block.get(b) for b in cf.blocks]
+        out.append(cf)
+    return out
+
+
+def training_rows(cf: CorpusFile) -> list[tuple[int, str, float]]:
+    """(block index, label, weight) rows of one corpus file.
+
+    A family file F: its target block (the first block the regex ledger calls F,
+    else the first block) is F; a block before it is what the ledger calls it,
+    else `unknown` (the model must stay quiet there); a later block counts only
+    when the ledger attributes it to a family, at half weight. Clean files: every
+    block is `clean`. Unknown files: every block is `unknown` unless the ledger
+    attributes it to a secondary family's text.
+    """
+    rows: list[tuple[int, str, float]] = []
+    if not cf.blocks:
+        return rows
+    if cf.label in ABSTAIN:
+        for i, fam in enumerate(cf.regex):
+            rows.append((i, cf.label if cf.label == "clean" or fam is None else fam, 1.0 if fam is None else LATER_WEIGHT))
+        return rows
+    target = next((i for i, fam in enumerate(cf.regex) if fam == cf.label), 0)
+    for i, fam in enumerate(cf.regex):
+        if i == target:
+            rows.append((i, cf.label, 1.0))
+        elif i < target:
+            rows.append((i, fam or "unknown", LATER_WEIGHT))
+        elif fam is not None:
+            rows.append((i, fam, LATER_WEIGHT))
+    return rows
+
+
+def design(cfs: Sequence[CorpusFile]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    X, y, w, g = [], [], [], []
+    for k, cf in enumerate(cfs):
+        for i, label, weight in training_rows(cf):
+            X.append(cf.blocks[i])
+            y.append(label)
+            w.append(weight)
+            g.append(k)
+    return X, np.array(y, dtype=object), np.array(w), np.array(g)
+
+
+# =========================================================================== deciding
+
+def decide(proba_row: np.ndarray, classes: Sequence[str], threshold: float) -> tuple[str, float] | None:
+    k = int(np.argmax(proba_row))
+    label, p = str(classes[k]), float(proba_row[k])
+    if label in ABSTAIN or p < threshold:
+        return None
+    return label, p
+
+
+def first_root(guesses: Sequence[tuple[str, float] | None]) -> str | None:
+    """What the scanner reports first in learned mode: the first finding never follows a root, so its role is root."""
+    return next((g[0] for g in guesses if g is not None), None)
+
+
+def file_scores(expected: Sequence[str], got: Sequence[str | None]) -> dict[str, Any]:
+    """Per-label precision/recall/F1 over files; clean and unknown files expect no family."""
+    exp = ["(none)" if e in ABSTAIN else e for e in expected]
+    pred = ["(none)" if g is None else g for g in got]
+    labels = sorted(set(exp) | set(pred))
+    per: dict[str, dict[str, float]] = {}
+    for lab in labels:
+        tp = sum(1 for e, p in zip(exp, pred) if e == lab and p == lab)
+        fp = sum(1 for e, p in zip(exp, pred) if e != lab and p == lab)
+        fn = sum(1 for e, p in zip(exp, pred) if e == lab and p != lab)
+        prec = tp / (tp + fp) if tp + fp else 0.0
+        rec = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        per[lab] = {"precision": prec, "recall": rec, "f1": f1, "support": sum(1 for e in exp if e == lab)}
+    fams = [lab for lab in labels if lab != "(none)" and per[lab]["support"] > 0]
+    macro = float(np.mean([per[lab]["f1"] for lab in fams])) if fams else 0.0
+    known = [(e, p) for e, p in zip(exp, pred) if e != "(none)"]
+    confusion: dict[str, dict[str, int]] = {}
+    for e, p in zip(exp, pred):
+        confusion.setdefault(e, {}).setdefault(p, 0)
+        confusion[e][p] += 1
+    return {
+        "per_label": per,
+        "macro_f1": macro,
+        "known_accuracy": (sum(1 for e, p in known if e == p) / len(known)) if known else 0.0,
+        "quiet_on_clean": (sum(1 for e, p in zip(exp, pred) if e == "(none)" and p == "(none)")
+                           / max(1, sum(1 for e in exp if e == "(none)"))),
+        "files": len(exp),
+        "confusion": confusion,
+    }
+
+
+THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
+
+
+def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: Sequence[str]) -> tuple[float, dict[float, float]]:
+    """The abstain threshold that maximises file-level macro-F1 of out-of-fold predictions.
+
+    Among thresholds within 0.005 of the best score, the middle one is taken.
+    """
+    curve: dict[float, float] = {}
+    for t in THRESHOLDS:
+        got = [first_root([decide(r, classes, t) for r in proba]) for proba in oof]
+        curve[t] = file_scores([cf.label for cf in cfs], got)["macro_f1"]
+    best = max(curve.values())
+    near = [t for t, s in curve.items() if s >= best - 0.005]
+    return near[len(near) // 2], curve
+
+
+# =========================================================================== training
+
+@dataclass
+class CVResult:
+    threshold: float
+    curve: dict[float, float]
+    scores: dict[str, Any]
+    folds: int
+
+
+def _folds(cfs: Sequence[CorpusFile], n_splits: int, seed: int = SEED):
+    from sklearn.model_selection import StratifiedKFold
+
+    labels = np.array([cf.label for cf in cfs])
+    n = max(2, min(n_splits, len(cfs)))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*least populated.*")
+        warnings.filterwarnings("ignore", message=".*members.*")
+        yield from StratifiedKFold(n_splits=n, shuffle=True, random_state=seed).split(np.zeros(len(cfs)), labels)
+
+
+def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5,
+                   params: dict[str, Any] | None = None, threshold: float | None = None) -> CVResult:
+    """Stratified k-fold over files: out-of-fold block probabilities, the threshold, file-level scores."""
+    oof: list[np.ndarray | None] = [None] * len(cfs)
+    all_labels = sorted({lab for cf in cfs for _, lab, _ in training_rows(cf)})
+    n = 0
+    for train_idx, test_idx in _folds(cfs, folds):
+        n += 1
+        X, y, w, _ = design([cfs[i] for i in train_idx])
+        pipe = make_pipeline(params)
+        pipe.fit(X, y, clf__sample_weight=w)
+        cls = list(pipe.classes_)
+        for i in test_idx:
+            full = np.zeros((len(cfs[i].blocks), len(all_labels)))
+            if cfs[i].blocks:
+                pr = pipe.predict_proba(cfs[i].blocks)
+                for j, c in enumerate(cls):
+                    full[:, all_labels.index(c)] = pr[:, j]
+            oof[i] = full
+    probs = [p if p is not None else np.zeros((0, len(all_labels))) for p in oof]
+    if threshold is None:
+        threshold, curve = choose_threshold(cfs, probs, all_labels)
+    else:
+        curve = {}
+    got = [first_root([decide(r, all_labels, threshold) for r in proba]) for proba in probs]
+    scores = file_scores([cf.label for cf in cfs], got)
+    return CVResult(threshold, curve, scores, n)
+
+
+def fit(cfs: Sequence[CorpusFile], params: dict[str, Any] | None = None) -> Pipeline:
+    X, y, w, _ = design(cfs)
+    if len(set(y)) < 2:
+        raise ModelError("the corpus yields fewer than 2 labels; add labelled files (and clean ones) before training")
+    pipe = make_pipeline(params)
+    pipe.fit(X, y, clf__sample_weight=w)
+    return pipe
+
+
+# =========================================================================== prediction
+
+class Predictor:
+    """The callable the scanner calls: block bodies -> (family, probability) or None."""
+
+    def __init__(self, pipeline: Pipeline, threshold: float, meta: dict[str, Any]) -> None:
+        self.pipeline = pipeline
+        self.threshold = float(threshold)
+        self.meta = meta
+        self.classes = [str(c) for c in pipeline.classes_]
+
+    def __call__(self, bodies: list[str]) -> tuple[str, float] | None:
+        return decide(self.pipeline.predict_proba(["\n".join(bodies)])[0], self.classes, self.threshold)
+
+    def predict_many(self, blocks: Sequence[str]) -> list[tuple[str, float] | None]:
+        if not blocks:
+            return []
+        return [decide(r, self.classes, self.threshold) for r in self.pipeline.predict_proba(list(blocks))]
+
+
+class ModelWarning(UserWarning):
+    """The model still loads, but something about it is out of date."""
+
+
+_warned: set[str] = set()
+
+
+def predictor_from(obj: Any, meta: dict[str, Any], ledger, where: str, rebuild: str) -> Predictor:
+    if not isinstance(obj, Pipeline) or not hasattr(obj, "classes_"):
+        raise ModelError(f"{where}: model payload is not a fitted sigclass pipeline; rebuild it with `{rebuild}`")
+    classes = sorted(str(c) for c in obj.classes_)
+    if sorted(meta["labels"]) != classes:
+        raise ModelError(f"{where}: model metadata lists labels that differ from its classifier's; rebuild it with `{rebuild}`")
+    missing = sorted(c for c in classes if c not in ABSTAIN and c not in ledger)
+    if missing:
+        raise ModelError(f"{where}: model predicts families this ledger does not define ({', '.join(missing)}); "
+                         f"pass the --ledger that defines them or rebuild it with `{rebuild}`")
+    have = ledger_hash(ledger)
+    if meta.get("ledger_hash") != have and where not in _warned:
+        _warned.add(where)
+        warnings.warn(f"{where}: model was trained against ledger {meta.get('ledger_hash')}, this ledger is {have}; "
+                      f"learned findings still apply; refresh it with `{rebuild}`", ModelWarning, stacklevel=3)
+    return Predictor(obj, meta["threshold"], meta)
+
+
+def load_predictor(model: Path | None, ledger) -> Predictor | None:
+    """The scanner's learned callback: the named model (verified and trusted), else the shipped one, else None."""
+    from sigclass import artefact
+
+    if model is None:
+        got = artefact.load_shipped()
+        if got is None:
+            return None
+        obj, meta = got
+        return predictor_from(obj, meta, ledger, str(artefact.shipped_dir() / artefact.SHIPPED_FILE),
+                              artefact.SHIPPED_REBUILD)
+    trusted = set(artefact.trusted_hashes())
+    pin = artefact.pinned_hash()
+    if pin:
+        trusted.add(pin)
+    rebuild = artefact.rebuild_command(model)
+    obj, meta = artefact.load(model, trusted=trusted, rebuild=rebuild)
+    return predictor_from(obj, meta, ledger, str(model), rebuild)

@@ -27,6 +27,54 @@ def prefilter_form(src: str) -> str:
     return re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", src)
 
 
+def _cache_dir() -> "Path | None":
+    import os
+    from pathlib import Path
+
+    base = os.environ.get("SIGCLASS_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sigclass")
+    if base in ("", "0", "off"):
+        return None
+    return Path(base)
+
+
+def _cache_key(kind: str, version: str, items: list[tuple[int, str, str]]) -> str:
+    import hashlib
+
+    h = hashlib.sha256(f"{kind}\0{version}".encode())
+    for pid, src, _ in items:
+        h.update(f"\0{pid}\0{src}".encode())
+    return f"{kind}-{h.hexdigest()[:24]}.db"
+
+
+def _cache_read(key: str) -> bytes | None:
+    d = _cache_dir()
+    if d is None:
+        return None
+    try:
+        return (d / key).read_bytes()
+    except OSError:
+        return None
+
+
+def _cache_write(key: str, data: bytes) -> None:
+    """Best effort: a read-only home just means compiling again next time."""
+    import os
+    import tempfile
+
+    d = _cache_dir()
+    if d is None:
+        return
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, d / key)
+    except OSError:
+        pass
+
+
 class _Engine:
     name = "base"
 
@@ -74,6 +122,21 @@ class HyperscanEngine(_Engine):
     def __init__(self, items: list[tuple[int, str, str]]) -> None:
         import hyperscan
 
+        self.has_db = False
+        key = _cache_key("hs", getattr(hyperscan, "__version__", "?"), items)
+        cached = _cache_read(key)
+        if cached is not None:
+            try:
+                meta, blob = cached.split(b"\n", 1)
+                slow_ids = {int(x) for x in meta.split(b",") if x}
+                self.db = hyperscan.loadb(blob, mode=hyperscan.HS_MODE_BLOCK)
+                self.db.scratch = hyperscan.Scratch(self.db)
+                self.db.scan(b"warm-up line\n", match_event_handler=lambda *a: None)
+                self.has_db = True
+                self.slow = _SlowPatterns([it for it in items if it[0] in slow_ids])
+                return
+            except Exception:
+                pass  # a stale or foreign cache file: rebuild
         ok: list[tuple[int, bytes]] = []
         slow: list[tuple[int, str, str]] = []
         for pid, src, label in items:
@@ -88,6 +151,11 @@ class HyperscanEngine(_Engine):
         self.has_db = bool(ok)
         if ok:
             self.db.compile(expressions=[e for _, e in ok], ids=[i for i, _ in ok], flags=[0] * len(ok))
+            try:
+                meta = ",".join(str(pid) for pid, _, _ in slow).encode()
+                _cache_write(key, meta + b"\n" + hyperscan.dumpb(self.db))
+            except Exception:
+                pass
         self.slow = _SlowPatterns(slow)
 
     def scan(self, buf: bytes) -> dict[int, set[int]]:
