@@ -1,5 +1,206 @@
-"""Commands of the `sigclass` CLI registered on the shared app (see cli.py)."""
+"""`sigclass train`, `sigclass eval` and `sigclass suggest`: learned signatures and drafts of new ones."""
 
 from __future__ import annotations
 
-from sigclass.cli import app, err  # noqa: F401
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.cli import LedgerOpt, app, err, load_ledger_or_exit
+from sigclass.errors import ModelError, SigclassError
+
+CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
+NoShippedOpt = Annotated[bool, typer.Option("--no-shipped-corpus", help="Use only the --corpus folders.")]
+
+
+class EvalFmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _files(corpus: list[Path] | None, no_shipped: bool):
+    from sigclass import learn
+
+    dirs: list[Path] = []
+    if not no_shipped:
+        shipped = learn.shipped_corpus()
+        if shipped is None:
+            if not corpus:
+                raise ModelError("no shipped corpus in this installation (it lives in the source tree); "
+                                 "pass --corpus DIR --no-shipped-corpus")
+        else:
+            dirs.append(shipped)
+    dirs.extend(corpus or [])
+    if not dirs:
+        raise ModelError("no corpus folder: pass --corpus DIR")
+    return learn.corpus_files(dirs)
+
+
+def _fail(exc: Exception) -> None:
+    err(exc)
+    raise typer.Exit(2) from None
+
+
+@app.command()
+def train(
+    *,
+    corpus: CorpusOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: the per-user data folder).")] = None,
+    no_shipped_corpus: NoShippedOpt = False,
+    pin: Annotated[bool, typer.Option("--pin", help="Also pin the file's sha256 as the shipped model (only for classifier/data/model.joblib).")] = False,
+    folds: Annotated[int, typer.Option(help="Cross-validation folds used to choose the abstain threshold.", min=2)] = 5,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Train the learned signatures on the corpus and write a verified model file."""
+    from sigclass import artefact, learn
+
+    lg, _ = load_ledger_or_exit(ledger)
+    target = out or artefact.data_dir() / "model.joblib"
+    shipped_target = (artefact.shipped_dir() / artefact.SHIPPED_FILE).resolve()
+    if pin and target.resolve() != shipped_target:
+        _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))
+    try:
+        files = _files(corpus, no_shipped_corpus)
+        trained = learn.train(files, lg, folds=folds)
+        trained.meta["command"] = "sigclass train " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else "sigclass train"
+        digest = artefact.save(trained.pipeline, trained.meta, target)
+    except (SigclassError, OSError) as exc:
+        _fail(exc)
+    where = artefact.trust(target, digest)
+    if pin:
+        artefact.write_pin(digest)
+    m = trained.meta
+    typer.echo(f"trained on {m['corpus_files']} files, {m['training_blocks']} blocks, {len(m['labels'])} labels "
+               f"in {trained.seconds:.1f}s")
+    typer.echo(f"cv ({m['cv']['folds']}-fold, by file): macro-F1 {m['cv']['macro_f1']:.3f}, known-family accuracy "
+               f"{m['cv']['known_accuracy']:.3f}, quiet on clean/unknown {m['cv']['quiet_on_clean']:.3f}; "
+               f"abstain threshold {m['threshold']:.2f}")
+    typer.echo(f"wrote {target} ({target.stat().st_size / 1024:.0f} KiB, sha256 {digest[:16]}); trusted in {where}")
+    if pin:
+        typer.echo(f"pinned as the shipped model in {artefact.shipped_dir() / artefact.PIN_FILE}")
+    elif target.resolve() != shipped_target:
+        typer.echo(f"use it with: sigclass scan --model {target} ...")
+
+
+@app.command("eval")
+def eval_(
+    *,
+    corpus: CorpusOpt = None,
+    no_shipped_corpus: NoShippedOpt = False,
+    folds: Annotated[int, typer.Option(help="Number of stratified folds (by file).", min=2)] = 5,
+    fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Stratified cross-validation over corpus files: per-family precision/recall, macro-F1, confusion matrix."""
+    import time
+
+    from sigclass import learn
+
+    lg, _ = load_ledger_or_exit(ledger)
+    t0 = time.perf_counter()
+    try:
+        cfs = learn.collect(_files(corpus, no_shipped_corpus), lg)
+        res = learn.cross_validate(cfs, folds=folds)
+    except (SigclassError, ValueError) as exc:
+        _fail(exc)
+    s = res.scores
+    if fmt == EvalFmt.json:
+        doc = {"folds": res.folds, "threshold": res.threshold, "macro_f1": s["macro_f1"],
+               "known_accuracy": s["known_accuracy"], "quiet_on_clean": s["quiet_on_clean"], "files": s["files"],
+               "per_label": s["per_label"], "confusion": s["confusion"], "threshold_curve": res.curve,
+               "seconds": round(time.perf_counter() - t0, 2)}
+        typer.echo(json.dumps(doc, indent=2, sort_keys=True))
+        return
+    if sys.stdout.isatty():
+        _rich_eval(res)
+    else:
+        _plain_eval(res)
+    typer.echo(f"{s['files']} files, {res.folds} folds, abstain threshold {res.threshold:.2f} (chosen by CV); "
+               f"macro-F1 {s['macro_f1']:.3f}; known-family accuracy {s['known_accuracy']:.3f}; "
+               f"quiet on clean/unknown {s['quiet_on_clean']:.3f}; {time.perf_counter() - t0:.1f}s")
+
+
+def _plain_eval(res) -> None:
+    per = res.scores["per_label"]
+    typer.echo(f"{'label':32} {'precision':>9} {'recall':>7} {'f1':>6} {'files':>6}")
+    for lab, v in sorted(per.items()):
+        typer.echo(f"{lab:32} {v['precision']:9.3f} {v['recall']:7.3f} {v['f1']:6.3f} {v['support']:6d}")
+    typer.echo("confusion (expected -> predicted: files):")
+    for exp, row in sorted(res.scores["confusion"].items()):
+        cells = ", ".join(f"{got}: {n}" for got, n in sorted(row.items(), key=lambda t: -t[1]))
+        typer.echo(f"  {exp} -> {cells}")
+
+
+def _rich_eval(res) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    per = res.scores["per_label"]
+    t = Table(title="per family (file level)")
+    for col in ("label", "precision", "recall", "f1", "files"):
+        t.add_column(col, justify="left" if col == "label" else "right")
+    for lab, v in sorted(per.items()):
+        t.add_row(lab, f"{v['precision']:.3f}", f"{v['recall']:.3f}", f"{v['f1']:.3f}", str(v["support"]))
+    con.print(t)
+    labels = sorted(per)
+    cm = Table(title="confusion (rows: expected, columns: predicted #)")
+    cm.add_column("#", justify="right")
+    cm.add_column("expected")
+    for i in range(len(labels)):
+        cm.add_column(str(i), justify="right")
+    for i, exp in enumerate(labels):
+        row = res.scores["confusion"].get(exp, {})
+        cm.add_row(str(i), exp, *[(str(row.get(got, "")) if row.get(got) else "·") for got in labels])
+    con.print(cm)
+
+
+# --------------------------------------------------------------------------- suggest
+
+@app.command()
+def suggest(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or run directories.")],
+    *,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the draft ledger files.")] = Path("drafts"),
+    top: Annotated[int, typer.Option(help="Write drafts for this many groups at most.", min=1)] = 5,
+    min_count: Annotated[int, typer.Option(help="Smallest group worth a draft.", min=1)] = 2,
+    corpus: CorpusOpt = None,
+    no_shipped_corpus: NoShippedOpt = False,
+    fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Group unknown failures by masked template and write draft signatures for the top groups."""
+    from sigclass import learn, suggest as sg
+
+    lg, _ = load_ledger_or_exit(ledger)
+    clean_dirs: list[Path] = []
+    if not no_shipped_corpus and learn.shipped_corpus() is not None:
+        clean_dirs.append(learn.shipped_corpus() / "clean")  # type: ignore[operator]
+    clean_dirs.extend(Path(c) / "clean" for c in corpus or [])
+    try:
+        groups = sg.group_unknowns(paths, lg)
+        drafts = sg.write_drafts(groups, out, lg, top=top, min_count=min_count,
+                                 clean_dirs=[d for d in clean_dirs if d.is_dir()])
+    except SigclassError as exc:
+        _fail(exc)
+    if fmt == EvalFmt.json:
+        typer.echo(json.dumps({"groups": [g.to_dict() for g in groups], "drafts": [d.to_dict() for d in drafts]},
+                              indent=2, sort_keys=True))
+        return
+    if not groups:
+        typer.echo("no unknown failures found")
+        return
+    typer.echo(f"{'#':>3} {'count':>5} {'runs':>4} {'workers':>7}  template")
+    for i, g in enumerate(groups[: max(top, 10)], 1):
+        typer.echo(f"{i:3d} {g.count:5d} {len(g.runs):4d} {len(g.workers):7d}  {g.template[:120]}")
+    for d in drafts:
+        if d.written:
+            typer.echo(f"draft {d.path} ({d.members} members, pattern {d.pattern!r})")
+        else:
+            typer.echo(f"no draft for group {d.group + 1}: {d.reason}")
+    if any(d.written for d in drafts):
+        typer.echo(f"check them with: sigclass ledger lint {out}")

@@ -518,3 +518,54 @@ def load_predictor(model: Path | None, ledger) -> Predictor | None:
     rebuild = artefact.rebuild_command(model)
     obj, meta = artefact.load(model, trusted=trusted, rebuild=rebuild)
     return predictor_from(obj, meta, ledger, str(model), rebuild)
+
+
+# =========================================================================== the whole training run
+
+def shipped_corpus() -> Path | None:
+    """The corpus/ folder of a source checkout (an installed wheel ships none)."""
+    import sigclass
+
+    root = Path(sigclass.__file__).resolve().parent.parent
+    d = root / "corpus"
+    return d if d.is_dir() and (root / "pyproject.toml").exists() else None
+
+
+@dataclass
+class Trained:
+    pipeline: Pipeline
+    meta: dict[str, Any]
+    cv: CVResult
+    files: list[CorpusFile]
+    seconds: float
+
+
+def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: dict[str, Any] | None = None) -> Trained:
+    """Collect blocks, choose the abstain threshold by stratified CV over files, fit on everything."""
+    import time
+
+    if not files:
+        raise ModelError("no labelled files found; a corpus folder holds <label>/<name>.log files")
+    t0 = time.perf_counter()
+    cfs = collect(files, ledger)
+    labels = {cf.label for cf in cfs}
+    if len(labels - set(ABSTAIN)) < 1 or len(labels) < 2:
+        raise ModelError(f"the corpus has labels {sorted(labels)}; training needs at least one family and one other label")
+    cv = cross_validate(cfs, folds=folds, params=params)
+    pipe = fit(cfs, params)
+    seconds = time.perf_counter() - t0
+    meta = {
+        "corpus_hash": corpus_hash(files),
+        "ledger_hash": ledger_hash(ledger),
+        "labels": sorted(str(c) for c in pipe.classes_),
+        "abstain": list(ABSTAIN),
+        "threshold": cv.threshold,
+        "params": {**DEFAULT_PARAMS, **(params or {})},
+        "cv": {"folds": cv.folds, "macro_f1": round(cv.scores["macro_f1"], 4),
+               "known_accuracy": round(cv.scores["known_accuracy"], 4),
+               "quiet_on_clean": round(cv.scores["quiet_on_clean"], 4)},
+        "corpus_files": len(cfs),
+        "training_blocks": int(sum(len(training_rows(cf)) for cf in cfs)),
+        "seed": SEED,
+    }
+    return Trained(pipe, meta, cv, cfs, seconds)
