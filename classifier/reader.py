@@ -229,7 +229,7 @@ def _read_block(stream: BinaryIO) -> tuple[bytes, str | None]:
     return b"".join(parts), None
 
 
-def blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[bytes | Idle]:
+def blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[Span | Idle]:
     """Newline-aligned blocks of a source. The last block may lack a final newline.
 
     JSON-lines sources are turned into plain lines with an internal prefix that
@@ -244,7 +244,13 @@ def blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterat
     return _plain_blocks(path, state, live=live)
 
 
-def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[bytes | Idle]:
+Span = tuple  # (data: bytes, start: int, end: int): process data[start:end], newline-aligned
+
+
+def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) -> Iterator[Span | Idle]:
+    """Spans of whole lines. Each read is handed over without copying it: the partial
+    line at its head (joined with the previous read's tail) goes out as a small span of
+    its own, the whole lines after it as a span of the read itself."""
     stream = open_source(path)
     try:
         if live is None:
@@ -257,7 +263,8 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
             if data is IDLE:
                 if carry and not cutting:
                     # a partial line has waited a while: hand it over (live pipes only)
-                    yield carry + b"\n"
+                    line = carry + b"\n"
+                    yield (line, 0, len(line))
                     carry = b""
                 yield IDLE
                 continue
@@ -268,34 +275,49 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
                     state.binary = True
                     state.problems.append(f"{state.name}: binary data, not a text log; skipped")
                     return
+            start = 0
             if cutting:
                 nl = data.find(b"\n")
                 if nl == -1:
                     continue
-                data = data[nl + 1 :]
+                start = nl + 1
                 cutting = False
-            buf = carry + data if carry else data
-            last_nl = buf.rfind(b"\n")
-            if last_nl == -1:
-                if len(buf) > MAX_LINE:
+            first_nl = data.find(b"\n", start)
+            if first_nl == -1:
+                if len(carry) + len(data) - start > MAX_LINE:
                     state.cut_lines += 1
-                    yield buf[:MAX_LINE] + b"\n"
+                    line = (carry + data[start : start + MAX_LINE])[:MAX_LINE] + b"\n"
+                    yield (line, 0, len(line))
                     carry = b""
                     cutting = True
                 else:
-                    carry = buf
+                    carry += data[start:]
                 continue
-            body, carry = buf[: last_nl + 1], buf[last_nl + 1 :]
-            if len(carry) > MAX_LINE:
-                state.cut_lines += 1
-                body += carry[:MAX_LINE] + b"\n"
+            if carry:
+                line = carry + data[start : first_nl + 1]
+                if len(line) > MAX_LINE + 1:
+                    state.cut_lines += 1
+                    line = line[:MAX_LINE] + b"\n"
+                yield (line, 0, len(line))
                 carry = b""
+                start = first_nl + 1
+            last_nl = data.rfind(b"\n")
+            if last_nl + 1 > start:
+                if last_nl + 1 - start > MAX_LINE // 2 and _may_have_long_line(data, start, last_nl + 1):
+                    body = _cut_long_lines(data[start : last_nl + 1], state)
+                    yield (body, 0, len(body))
+                else:
+                    yield (data, start, last_nl + 1)
+            tail = data[last_nl + 1 :]
+            if len(tail) > MAX_LINE:
+                state.cut_lines += 1
+                line = tail[:MAX_LINE] + b"\n"
+                yield (line, 0, len(line))
                 cutting = True
-            if len(body) > 2 * MAX_LINE and _has_long_line(body):
-                body = _cut_long_lines(body, state)
-            yield body
+            else:
+                carry = tail
         if carry and not cutting:
-            yield carry
+            yield (carry, 0, len(carry))
     finally:
         try:
             stream.close()
@@ -303,19 +325,14 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
             pass
 
 
-def _has_long_line(body: bytes) -> bool:
-    # cheap check: a block with fewer newlines than its size allows
-    return body.count(b"\n") * MAX_LINE < len(body) and _max_line(body) > MAX_LINE
-
-
-def _max_line(body: bytes) -> int:
-    best = prev = 0
-    pos = body.find(b"\n")
-    while pos != -1:
-        best = max(best, pos - prev)
-        prev = pos + 1
-        pos = body.find(b"\n", prev)
-    return best
+def _may_have_long_line(data: bytes, start: int, end: int) -> bool:
+    """True when some aligned window of MAX_LINE/2 bytes holds no newline (a line that
+    long may exceed MAX_LINE); a handful of finds per block, stopping at the first newline."""
+    w = MAX_LINE // 2
+    for i in range(start, end - w + 1, w):
+        if data.find(b"\n", i, i + w) == -1:
+            return True
+    return False
 
 
 def _cut_long_lines(body: bytes, state: SourceState) -> bytes:
@@ -353,14 +370,16 @@ def _json_time(v: object) -> str:
     return ""
 
 
-def _jsonl_blocks(source: Iterator[bytes | Idle]) -> Iterator[bytes | Idle]:
+def _jsonl_blocks(source: Iterator[Span | Idle]) -> Iterator[Span | Idle]:
     import json
 
     lineno = 0
-    for buf in source:
-        if buf is IDLE:
-            yield buf
+    for item in source:
+        if item is IDLE:
+            yield item
             continue
+        data, a, b = item  # type: ignore[misc]
+        buf = data[a:b]
         out: list[bytes] = []
         for raw in buf.split(b"\n"):
             if not raw and lineno and buf.endswith(b"\n"):
@@ -388,4 +407,5 @@ def _jsonl_blocks(source: Iterator[bytes | Idle]) -> Iterator[bytes | Idle]:
             for part in msg.rstrip("\n").split("\n"):
                 out.append(pre + part.encode("utf-8", "replace"))
         if out:
-            yield b"\n".join(out) + b"\n"
+            joined = b"\n".join(out) + b"\n"
+            yield (joined, 0, len(joined))

