@@ -1,5 +1,67 @@
-"""Commands of the `sigclass` CLI registered on the shared app (see cli.py)."""
+"""Commands of the `sigclass` CLI registered on the shared app (see cli.py): `mcp` and `schema`."""
 
 from __future__ import annotations
 
-from sigclass.cli import app, err  # noqa: F401
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.cli import app, err
+from sigclass.errors import SigclassError
+
+_SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list")
+
+
+@app.command()
+def schema(
+    name: Annotated[Optional[str], typer.Argument(help="finding, run, gotcha, classification or gotcha-list (default: all).")] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of a finding, a run or a gotcha."""
+    from sigclass import schemas
+
+    try:
+        doc = schemas.schema(name) if name else {n: schemas.schema(n) for n in _SCHEMA_NAMES}
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+@app.command()
+def mcp(
+    *,
+    root: Annotated[Optional[list[Path]], typer.Option("--root", help="A directory the tools may read (repeatable; default: the working directory).")] = None,
+    max_bytes: Annotated[str, typer.Option("--max-bytes", help="Largest log file read, also per file of a run directory (e.g. 64M).")] = "64M",
+    max_text_bytes: Annotated[str, typer.Option("--max-text-bytes", help="Largest log text accepted inline (e.g. 16M).")] = "16M",
+    ledger: Annotated[Optional[list[Path]], typer.Option("--ledger", help="Extra ledger file or folder (repeatable); overrides shipped ids.")] = None,
+    signatures: Annotated[str, typer.Option(help="Which signatures classify failures: regex, learned or both.")] = "both",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each refused call on stderr.")] = False,
+) -> None:
+    """Serve the Model Context Protocol over stdio: classify_log, analyze_run, explain_gotcha, list_gotchas."""
+    try:
+        import mcp as _sdk  # noqa: F401
+    except ImportError:
+        err("the MCP server needs the official mcp SDK; install the extra: pip install 'sigclass[mcp]'")
+        raise typer.Exit(2) from None
+    from sigclass import mcp_server
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="sigclass mcp: %(message)s")
+    logging.getLogger("sigclass").setLevel(logging.INFO if verbose else logging.WARNING)
+    try:
+        config = mcp_server.Config(
+            roots=list(root or []),
+            max_bytes=mcp_server.parse_size(max_bytes),
+            max_text_bytes=mcp_server.parse_size(max_text_bytes),
+            ledger=tuple(str(p.resolve()) for p in ledger or []),
+            signatures=signatures,
+        )
+        mcp_server.serve(config)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None

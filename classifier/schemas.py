@@ -1,0 +1,239 @@
+"""JSON Schemas (draft 2020-12) of what sigclass hands to programs.
+
+One source of truth for `sigclass schema` and for the output schemas of the
+MCP tools. Each schema is self-contained (its `$defs` travel with it), so a
+validator with no registry can check a document against it.
+
+Objects allow extra properties: a field added later must not break a client
+that validates against an older schema. The tests check that every field the
+code emits is described here, so the schemas cannot silently fall behind.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+VERSION = 1
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_NULL_STR = {"type": ["string", "null"]}
+_SUPERSEDE = {
+    "type": "object",
+    "required": ["id", "note"],
+    "properties": {"id": {"type": "string"}, "note": {"type": "string"}},
+}
+
+_FINDING_PROPS: dict[str, Any] = {
+    "family": {"type": "string", "description": "Family id from the ledger, or 'unknown'."},
+    "title": {"type": "string"},
+    "role": {"enum": ["root", "secondary"],
+             "description": "secondary: this failure follows a root fault (see 'root'); root otherwise."},
+    "status": {"enum": ["active", "red-herring", "retired", "unknown"],
+               "description": "The ledger status of the family; 'unknown' for a failure no family explains."},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "method": {"enum": ["regex", "learned", "none"]},
+    "source": {"type": "string", "description": "The log file, or '<text>' for text given inline."},
+    "line": {"type": "integer", "minimum": 0},
+    "end_line": {"type": "integer", "minimum": 0},
+    "time": {**_NULL_STR, "description": "ISO-8601 time of the failure, when the log shows one."},
+    "worker": _NULL_STR,
+    "evidence": {**_STR_LIST, "description": "The log lines that matched."},
+    "fingerprint": {"type": "string", "description": "Stable hash of the masked key lines: repeats share it."},
+    "count": {"type": "integer", "minimum": 1, "description": "Occurrences folded into this finding."},
+    "lines": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+    "mitigation": {"type": "string", "description": "What to do about it."},
+    "probes": {**_STR_LIST, "description": "What to check first, before any code hunt."},
+    "caveats": _STR_LIST,
+    "supersedes": {"type": "array", "items": _SUPERSEDE},
+    "superseded_by": {"type": "array", "items": _SUPERSEDE},
+    "root": {
+        "description": "For a secondary finding: the root fault it follows.",
+        "oneOf": [
+            {"type": "null"},
+            {
+                "type": "object",
+                "required": ["source", "line", "family", "fingerprint"],
+                "properties": {
+                    "source": {"type": "string"},
+                    "line": {"type": "integer"},
+                    "family": {"type": "string"},
+                    "fingerprint": {"type": "string"},
+                    "worker": _NULL_STR,
+                },
+            },
+        ],
+    },
+    "unit": _NULL_STR,
+    "facts": {"type": "object", "additionalProperties": {"type": "string"},
+              "description": "Context the log states (GPU model, engine version, ...)."},
+}
+
+FINDING: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": f"urn:sigclass:schema:finding:{VERSION}",
+    "title": "sigclass finding",
+    "description": "One failure in a log, classified against the gotcha ledger.",
+    "type": "object",
+    "required": list(_FINDING_PROPS),
+    "properties": _FINDING_PROPS,
+}
+
+_GOTCHA_PROPS: dict[str, Any] = {
+    "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
+    "title": {"type": "string"},
+    "role": {"enum": ["root", "secondary"]},
+    "status": {"enum": ["active", "red-herring", "retired"]},
+    "priority": {"type": "integer"},
+    "match": {
+        "type": "object",
+        "required": ["any", "all", "none", "multiline"],
+        "properties": {k: _STR_LIST for k in ("any", "all", "none", "multiline")},
+    },
+    "min_count": {"type": "integer", "minimum": 1},
+    "facts": {
+        "type": "array",
+        "items": {"type": "object", "required": ["name", "pattern"],
+                  "properties": {"name": {"type": "string"}, "pattern": {"type": "string"}}},
+    },
+    "conditions": {
+        "type": "object",
+        "required": ["require", "prefer"],
+        "properties": {k: {"type": "object", "additionalProperties": {"type": "string"}}
+                       for k in ("require", "prefer")},
+    },
+    "mitigation": {"type": "string"},
+    "probes": _STR_LIST,
+    "caveats": _STR_LIST,
+    "supersedes": {"type": "array", "items": _SUPERSEDE},
+    "superseded_by": {"type": "array", "items": _SUPERSEDE},
+    "references": _STR_LIST,
+    "path": {"type": "string", "description": "The signature file the entry was loaded from."},
+}
+
+GOTCHA: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": f"urn:sigclass:schema:gotcha:{VERSION}",
+    "title": "sigclass gotcha",
+    "description": "A whole ledger entry: how a known failure is recognised and what to do about it.",
+    "type": "object",
+    "required": list(_GOTCHA_PROPS),
+    "properties": _GOTCHA_PROPS,
+}
+
+_SUMMARY_PROPS = {k: _GOTCHA_PROPS[k] for k in ("id", "title", "role", "status")}
+
+GOTCHA_LIST: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": f"urn:sigclass:schema:gotcha-list:{VERSION}",
+    "title": "sigclass gotcha list",
+    "type": "object",
+    "required": ["gotchas"],
+    "properties": {
+        "gotchas": {
+            "type": "array",
+            "items": {"type": "object", "required": list(_SUMMARY_PROPS), "properties": _SUMMARY_PROPS},
+        },
+    },
+}
+
+CLASSIFICATION: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": f"urn:sigclass:schema:classification:{VERSION}",
+    "title": "sigclass classification",
+    "description": "The findings of one log (repeats folded), with what got in the way of reading it.",
+    "type": "object",
+    "required": ["source", "findings", "problems"],
+    "properties": {
+        "source": {"type": "string"},
+        "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
+        "problems": _STR_LIST,
+    },
+    "$defs": {"finding": {k: v for k, v in FINDING.items() if not k.startswith("$")}},
+}
+
+# The run object: one element of `sigclass runs --format json`'s "runs".
+_UNIT_PROPS: dict[str, Any] = {
+    "unit": {"type": "string"},
+    "worker": _NULL_STR,
+    "status": {"enum": ["ok", "failed", "incomplete"]},
+    "family": {**_NULL_STR, "description": "The family of the error the unit printed itself (null: none seen)."},
+    "role": {"enum": ["root", "cascade", None], "description": "cascade: a victim of the root fault named in 'root'."},
+    "root": {**_NULL_STR, "description": "For a cascade victim: the unit of its root fault."},
+    "time": _NULL_STR,
+    "fingerprint": _NULL_STR,
+    "evidence": _STR_LIST,
+    "source": _NULL_STR,
+    "line": {"type": ["integer", "null"]},
+}
+_ROOT_PROPS: dict[str, Any] = {
+    "unit": {"type": "string"},
+    "worker": _NULL_STR,
+    "family": {"type": "string"},
+    "time": _NULL_STR,
+    "fingerprint": _NULL_STR,
+    "victims": {**_STR_LIST, "description": "Units lost in this root fault's blast radius."},
+    "evidence": _STR_LIST,
+    "source": _NULL_STR,
+    "line": {"type": ["integer", "null"]},
+    "mitigation": {"type": "string"},
+    "probes": _STR_LIST,
+    "notes": {**_STR_LIST, "description": "Red-herring and superseded-by notes from the ledger."},
+}
+_RUN_PROPS: dict[str, Any] = {
+    "run": {"type": "string", "description": "The run's name (its directory's base name)."},
+    "path": {"type": "string", "description": "The run directory."},
+    "units": {"type": "array", "items": {"$ref": "#/$defs/unit"}},
+    "roots": {"type": "array", "items": {"$ref": "#/$defs/root"}},
+    "systematic": {
+        "type": "array",
+        "description": "One family striking several workers separately.",
+        "items": {"$ref": "#/$defs/systematic"},
+    },
+    "problems": {**_STR_LIST, "description": "Files that could not be read, and why."},
+    "summary": {"type": "string", "description": "One-line headline of the run."},
+}
+
+RUN: dict[str, Any] = {
+    "$schema": DIALECT,
+    "$id": f"urn:sigclass:schema:run:{VERSION}",
+    "title": "sigclass run",
+    "description": "The post-mortem of one run directory: units, root faults with their victims, "
+                   "systematic faults, problems and a headline.",
+    "type": "object",
+    "required": ["run", "units", "roots", "systematic", "problems", "summary"],
+    "properties": _RUN_PROPS,
+    "$defs": {
+        "unit": {"type": "object", "required": ["unit", "worker", "status", "family", "role"],
+                 "properties": _UNIT_PROPS},
+        "root": {"type": "object", "required": ["unit", "worker", "family", "victims"], "properties": _ROOT_PROPS},
+        "systematic": {
+            "type": "object",
+            "required": ["family", "workers"],
+            "properties": {
+                "family": {"type": "string"},
+                "workers": {"type": "integer", "minimum": 2},
+                "fingerprint": {"type": "string", "description": "Only for 'unknown': repeats group by fingerprint."},
+            },
+        },
+    },
+}
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "finding": FINDING,
+    "run": RUN,
+    "gotcha": GOTCHA,
+    "classification": CLASSIFICATION,
+    "gotcha-list": GOTCHA_LIST,
+}
+
+
+def schema(name: str) -> dict[str, Any]:
+    """A copy of the schema called `name` (finding, run, gotcha, classification, gotcha-list)."""
+    try:
+        return copy.deepcopy(SCHEMAS[name])
+    except KeyError:
+        from sigclass.errors import InputError
+
+        raise InputError(f"no schema {name!r}; choose one of {', '.join(SCHEMAS)}") from None
