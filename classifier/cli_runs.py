@@ -1,5 +1,131 @@
-"""Commands of the `sigclass` CLI registered on the shared app (see cli.py)."""
+"""`sigclass runs DIR...`: the post-mortem over run directories (registered on the shared app).
+
+Thin: parse options, call `sigclass.runs`, write the chosen format, pick the
+exit status (2: an input could not be read at all; 1: failures found; 0: all
+units ok).
+"""
 
 from __future__ import annotations
 
-from sigclass.cli import app, err  # noqa: F401
+import json
+import sys
+from contextlib import nullcontext
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Callable, Iterable, Optional
+
+import typer
+
+from sigclass.cli import LedgerOpt, Sigs, app, err, load_ledger_or_exit
+from sigclass.errors import ModelError, SigclassError
+
+PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
+
+
+class RunsFmt(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    parquet = "parquet"
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr for long batches on a terminal; else nothing."""
+    if total < PROGRESS_MIN_SOURCES or not sys.stderr.isatty():
+        return nullcontext(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("scanning logs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def _emit(lines: Iterable[str], out: Path | None) -> None:
+    if out is None:
+        for line in lines:
+            typer.echo(line)
+        return
+    with open(out, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(line + "\n")
+
+
+@app.command()
+def runs(
+    dirs: Annotated[list[str], typer.Argument(help="Run directories; each one is a run.", metavar="DIR...")],
+    *,
+    fmt: Annotated[RunsFmt, typer.Option("--format", "-f", help="Output format (csv/parquet: the units table).")] = RunsFmt.text,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write to this file instead of stdout (parquet needs it).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    dask: Annotated[Optional[str], typer.Option("--dask", help="Run the scans on this dask.distributed scheduler (tcp://HOST:PORT).")] = None,
+    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", help="Regex on a log's path inside its run; its group names the unit.")] = None,
+    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", help="Regex on a log's path inside its run; its group names the worker.")] = None,
+    ledger: LedgerOpt = None,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
+) -> None:
+    """Post-mortem of run directories: root faults, what each took down, and systematic faults."""
+    from sigclass import runs as rs
+
+    fmt_v = fmt.value if isinstance(fmt, RunsFmt) else str(fmt)
+    if fmt_v == "parquet" and out is None:
+        err("--format parquet writes a file; add --out FILE")
+        raise typer.Exit(2)
+    if jobs == 0:
+        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
+        raise typer.Exit(2)
+    _, bad_ledger = load_ledger_or_exit(ledger)
+    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
+    cfg = rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    layout = rs.Layout(unit_pattern, worker_pattern)
+    try:
+        layout.compiled()
+        rs.build_scanner(cfg)  # fail here, once, on a bad model or pack
+    except (SigclassError, ModelError) as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+
+    plans = [rs.plan_run(d) for d in dict.fromkeys(dirs)]
+    total = sum(len(p.sources) for p in plans)
+    try:
+        backend = rs.dask_backend(dask) if dask else nullcontext()
+        with backend, _progress(total) as bar:
+            tick: Callable[[int], None] | None = None
+            if bar is not None:
+                task = bar.add_task("scan", total=total)
+                tick = lambda n: bar.advance(task, n)  # noqa: E731
+            batch = rs.analyse_plans(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
+                                     small_in_process=jobs == -1 and not dask)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    except Exception as exc:  # a worker or cluster failure: one line, never a traceback
+        err(f"the batch stopped: {type(exc).__name__}: {exc}")
+        raise typer.Exit(2) from None
+
+    try:
+        if fmt_v == "text":
+            _emit(rs.render_text(batch), out)
+        elif fmt_v == "json":
+            _emit([json.dumps(batch.to_dict(), indent=2, ensure_ascii=False)], out)
+        elif fmt_v == "jsonl":
+            _emit((json.dumps(r.to_dict(), ensure_ascii=False) for r in batch.runs), out)
+        else:
+            from sigclass import tables
+
+            if out is None:
+                sys.stdout.write(tables.units_csv(batch.runs))
+                sys.stdout.flush()
+            else:
+                tables.write_units(batch.runs, out, fmt_v)
+    except OSError as exc:
+        err(f"{out}: cannot write ({exc.strerror or exc})")
+        raise typer.Exit(2) from None
+
+    if fmt_v != "text":
+        for run in batch.runs:
+            if not run.readable or fmt_v in ("csv", "parquet"):
+                for p in run.problems:
+                    err(f"{run.run}: {p}")
+    raise typer.Exit(2 if batch.unreadable or bad_ledger else 1 if batch.failed else 0)
