@@ -1,0 +1,115 @@
+"""`sigclass suggest`: a new error that repeats across runs becomes a draft signature."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import regex
+import yaml
+from typer.testing import CliRunner
+
+from sigclass.cli import app
+from sigclass.suggest import induce, segments
+
+from conftest import REPO
+
+runner = CliRunner()
+CLEAN = REPO / "corpus" / "clean"
+
+
+def _new_error(i: int) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/opt/app/gen_{i}.py", line {80 + i}, in <module>\n'
+        "    out = planner.plan(batch)\n"
+        f'  File "/opt/venv/lib/python3.11/site-packages/flashinfer/prefill.py", line {500 + i}, in plan\n'
+        "    raise RuntimeError(msg)\n"
+        f"RuntimeError: FlashInfer plan failed: workspace buffer of {1 << (20 + i)} bytes is too small "
+        f"for {i + 2} requests (need {3 << (20 + i)} bytes)\n"
+    )
+
+
+OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 42, in <module>\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+@pytest.fixture()
+def runs(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    n = 0
+    for r in ("run-a", "run-b", "run-c"):
+        for w in (0, 1):
+            d = root / r / f"worker_{w}"
+            d.mkdir(parents=True)
+            n += 1
+            text = f"INFO start worker {w}\n[shard {n}] starting\n" + _new_error(n) + f"[shard {n}] failed\n"
+            (d / f"shard_{n}.log").write_text(text)
+    (root / "run-c" / "worker_0" / "shard_99.log").write_text("INFO start\n" + OOM)
+    (root / "run-b" / "worker_1" / "shard_98.log").write_text("INFO start\nINFO step 1 loss 2.0\n[shard 98] done\n")
+    return root
+
+
+def test_suggest_writes_a_draft_that_lints_and_matches_every_repeat(runs: Path, tmp_path: Path):
+    out = tmp_path / "drafts"
+    r = runner.invoke(app, ["suggest", str(runs), "--out", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    top = doc["groups"][0]
+    assert top["count"] == 6 and top["runs"] == 3 and top["workers"] == 6
+    written = [d for d in doc["drafts"] if d["written"]]
+    assert len(written) == 1, doc["drafts"]
+    draft = Path(written[0]["path"])
+    assert draft.exists() and draft.with_suffix(".log").exists()
+
+    lint = runner.invoke(app, ["ledger", "lint", str(out)])
+    assert lint.exit_code == 0, lint.output
+    assert "0 HIGH" in lint.output and "pattern-rule" not in lint.output
+
+    spec = yaml.safe_load(draft.read_text())
+    assert spec["id"] == draft.stem and spec["role"] == "root"
+    (pattern,) = spec["match"]["any"]
+    assert "\\b" not in pattern and "(?=" not in pattern and "(?<" not in pattern
+    rx = regex.compile(pattern)
+    repeats = [ln for f in runs.rglob("shard_*.log") for ln in f.read_text().splitlines() if "FlashInfer plan failed" in ln]
+    assert len(repeats) == 6 and all(rx.search(ln) for ln in repeats)
+
+    # every repeat is now classified by the draft, and nothing else is
+    scan = runner.invoke(app, ["scan", "--signatures", "regex", "--ledger", str(out), "-f", "jsonl",
+                               *map(str, sorted(runs.rglob("*.log")))])
+    fams = [json.loads(ln)["family"] for ln in scan.output.splitlines() if ln.startswith("{")]
+    assert fams.count(spec["id"]) == 6 and "unknown" not in fams
+
+
+@pytest.mark.skipif(not CLEAN.is_dir(), reason="no clean corpus in this tree")
+def test_the_draft_matches_no_clean_corpus_log(runs: Path, tmp_path: Path):
+    out = tmp_path / "drafts"
+    r = runner.invoke(app, ["suggest", str(runs), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (draft,) = out.glob("*.yaml")
+    rx = regex.compile(yaml.safe_load(draft.read_text())["match"]["any"][0])
+    for f in sorted(CLEAN.iterdir()):
+        for i, ln in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            assert not rx.search(ln), f"{f}:{i} matches the draft"
+    assert "# expect-not:" in draft.with_suffix(".log").read_text()
+
+
+def test_induced_regex_escapes_literals_and_masks_tokens():
+    lines = ["ValueError: bad shard 17 at /data/x.bin (0x7f3a)", "ValueError: bad shard 9 at /mnt/y.bin (0x1)"]
+    pat = induce(lines)
+    assert pat is not None
+    assert "[0-9]+" in pat and "0x[0-9a-fA-F]+" in pat and "\\(" in pat
+    assert all(regex.search(pat, ln) for ln in lines)
+    assert not regex.search(pat, "ValueError: bad shard x at y")
+    assert [k for k, _ in segments("a 12 /p/q 0xff")] == [None, "<NUM>", None, "<PATH>", None, "<HEX>"]
+
+
+def test_suggest_with_nothing_unknown_says_so(tmp_path: Path):
+    log = tmp_path / "ok.log"
+    log.write_text("INFO fine\n" + OOM)
+    r = runner.invoke(app, ["suggest", str(log), "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0 and "no unknown failures" in r.output
