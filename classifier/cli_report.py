@@ -1,5 +1,88 @@
-"""Commands of the `sigclass` CLI registered on the shared app (see cli.py)."""
+"""`sigclass report` (HTML post-mortem) and `sigclass stats` (failure history), registered on the shared app."""
 
 from __future__ import annotations
 
-from sigclass.cli import app, err  # noqa: F401
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.cli import LedgerOpt, Sigs, app, err, load_ledger_or_exit
+from sigclass.errors import ModelError, SigclassError
+
+
+class Period(str, Enum):
+    day = "day"
+    week = "week"
+
+
+class StatsFmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[str], typer.Argument(help="Run directories; each one is a run.", metavar="DIR...")],
+    *,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    title: Annotated[Optional[str], typer.Option(help="Page title (default: the run names).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    ledger: LedgerOpt = None,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
+) -> None:
+    """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems."""
+    from sigclass import report as rp
+    from sigclass import runs as rs
+
+    if jobs == 0:
+        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
+        raise typer.Exit(2)
+    lg, bad_ledger = load_ledger_or_exit(ledger)
+    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
+    cfg = rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    try:
+        batch = rs.analyse(dirs, cfg=cfg, n_jobs=jobs, small_in_process=jobs == -1)
+        rp.write_report([rp.run_dict(r) for r in batch.runs], out, families=rp.family_info(lg), title=title)
+    except (SigclassError, ModelError) as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        err(f"{out}: cannot write ({exc.strerror or exc})")
+        raise typer.Exit(2) from None
+    for run in batch.runs:
+        if not run.readable:
+            for p in run.problems:
+                err(f"{run.run}: {p}")
+    lost = sum(1 for r in batch.runs for u in r.units if u.status != "ok")
+    roots = sum(len(r.roots) for r in batch.runs)
+    typer.echo(f"{out}: {len(batch.runs)} run(s), {lost} unit(s) lost, {roots} root fault(s)")
+    raise typer.Exit(2 if batch.unreadable or bad_ledger else 1 if batch.failed else 0)
+
+
+@app.command()
+def stats(
+    path: Annotated[Path, typer.Argument(help="A history directory written by `sigclass runs ... --history PATH`.")],
+    *,
+    by: Annotated[Period, typer.Option("--by", help="Group families over time per day or per week (UTC).")] = Period.day,
+    quiet_days: Annotated[int, typer.Option("--quiet-days", min=1, help="Flag a family seen again after this many days without it.")] = 7,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many fingerprints to list.")] = 10,
+    fmt: Annotated[StatsFmt, typer.Option("--format", "-f", help="Output format.")] = StatsFmt.text,
+) -> None:
+    """Failure history: families over time, top fingerprints, first and last seen, families that came back."""
+    from sigclass import history as hs
+
+    by_v = by.value if isinstance(by, Period) else str(by)
+    try:
+        got = hs.collect_stats(path, by=by_v, quiet_days=quiet_days, top=top)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    if (fmt.value if isinstance(fmt, StatsFmt) else str(fmt)) == "json":
+        typer.echo(json.dumps(hs.stats_json(got, by=by_v, quiet_days=quiet_days), indent=2))
+    else:
+        for line in hs.stats_text(got, by=by_v, quiet_days=quiet_days):
+            typer.echo(line)

@@ -143,7 +143,7 @@ IMA_STACK = [
 
 def shard_crash(log: Log, shard: int, prompts: int, epid: int) -> None:
     rng = log.rng
-    engine_stats(log, rng.uniform(3, 14))
+    engine_stats(log, rng.uniform(5, 34))
     log.t += timedelta(seconds=rng.uniform(10, 90))
     ts = vl_ts(log.t)
     pre = f"(EngineCore_DP0 pid={epid}) ERROR {ts}"
