@@ -86,3 +86,15 @@ def stats(
     else:
         for line in hs.stats_text(got, by=by_v, quiet_days=quiet_days):
             typer.echo(line)
+
+
+def append_history(path: Path, runs: list) -> None:
+    """`sigclass runs ... --history PATH`: append the batch's units table; one line on stderr says what happened."""
+    from sigclass import history as hs
+
+    try:
+        got = hs.append_runs(path, runs)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")

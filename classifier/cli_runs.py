@@ -64,6 +64,7 @@ def runs(
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
     model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
+    history: Annotated[Optional[Path], typer.Option("--history", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
 ) -> None:
     """Post-mortem of run directories: root faults, what each took down, and systematic faults."""
     from sigclass import runs as rs
@@ -123,6 +124,10 @@ def runs(
         err(f"{out}: cannot write ({exc.strerror or exc})")
         raise typer.Exit(2) from None
 
+    if history is not None:
+        from sigclass.cli_report import append_history
+
+        append_history(history, batch.runs)
     if fmt_v != "text":
         for run in batch.runs:
             if not run.readable or fmt_v in ("csv", "parquet"):
