@@ -482,24 +482,52 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
 
 def _prefix_census(path: str, rel: str) -> list[str]:
     """Every rank / Ray pid named by a line prefix of a combined log (one cheap pass over raw bytes)."""
-    from sigclass.reader import SourceState, blocks
+    from sigclass.reader import open_source
 
     seen: dict[str, None] = {}
-    try:
-        for buf in blocks(path, SourceState(rel), live=False):
-            if not isinstance(buf, bytes):
-                continue
-            for m in _CENSUS.finditer(buf):
-                if m.group(5) is not None:
-                    name = (m.group(4) or b"").decode("ascii", "replace")
-                    if name.startswith(_NOT_A_WORKER):
-                        continue
+
+    def take(buf: bytes) -> None:
+        for m in _CENSUS.finditer(buf):
+            if m.group(5) is not None:
+                name = (m.group(4) or b"").decode("ascii", "replace")
+                if not name.startswith(_NOT_A_WORKER):
                     seen.setdefault(norm_id(m.group(5).decode()), None)
-                else:
-                    val = m.group(1) or m.group(2) or m.group(3)
-                    seen.setdefault(norm_id(val.decode()), None)
-    except (OSError, SigclassError, EOFError):
+            else:
+                val = m.group(1) or m.group(2) or m.group(3)
+                seen.setdefault(norm_id(val.decode()), None)
+
+    tail = b""
+    skip = False  # inside an over-long line whose head was already looked at
+    try:
+        stream = open_source(path)
+    except (OSError, SigclassError):
+        return []
+    try:
+        while True:
+            data = stream.read(4 << 20)
+            if not data:
+                break
+            if skip:
+                nl = data.find(b"\n")
+                if nl == -1:
+                    continue
+                data, skip = data[nl + 1:], False
+            buf = tail + data
+            cut = buf.rfind(b"\n") + 1
+            take(buf[:cut])
+            tail = buf[cut:]
+            if len(tail) > 65536:  # a prefix sits at a line's start: the head of a long line is enough
+                take(tail[:256])
+                tail, skip = b"", True
+    except Exception:  # a truncated or corrupt stream: the scan reports it; keep what was read
         pass
+    finally:
+        try:
+            stream.close()
+        except Exception:
+            pass
+    if tail:
+        take(tail)
     return list(seen)
 
 
@@ -1023,9 +1051,11 @@ def analyse_plans(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), l
 class dask_backend:
     """`with dask_backend(address):` runs joblib work on an existing dask.distributed cluster."""
 
-    def __init__(self, address: str, timeout: float = 20.0) -> None:
+    TIMEOUT = 20.0  # seconds to reach the scheduler
+
+    def __init__(self, address: str, timeout: float | None = None) -> None:
         self.address = address
-        self.timeout = timeout
+        self.timeout = self.TIMEOUT if timeout is None else timeout
         self.client = None
         self._cfg = None
 

@@ -55,7 +55,7 @@ _MARKER = re.compile(
     r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?:status=)?(?P<verb>[A-Za-z]+)"
 )
 # the verb first: `Starting shard_3 (1024 prompts)`
-_MARKER_PRE = re.compile(r"(?P<verb>[A-Za-z]+)\s+\[?[Ss]hard[ =_-]?(?P<unit>\d+)")
+_MARKER_PRE = re.compile(r"(?P<verb>[A-Za-z][a-z]+)\s+\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
 _START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
 _OK_VERBS = {"done", "finished", "completed", "complete", "succeeded", "success", "ok"}
 _FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
@@ -363,7 +363,8 @@ class _SourceScan:
                     self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
         if G_MARK in pids:
             for rx in (_MARKER, _MARKER_PRE):
-                m = rx.search(ln.body)
+                # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body
+                m = rx.search(ln.content if rx is _MARKER else ln.body)
                 verb = m["verb"].lower() if m else ""
                 kind = ("start" if verb in _START_VERBS else "ok" if verb in _OK_VERBS
                         else "failed" if verb in _FAIL_VERBS else None)
