@@ -39,8 +39,10 @@ BAND_H = 3
 AXIS_H = 30
 MIN_BAR = 6  # px: a bar never gets thinner than this
 GAP = 1  # px between packed bars
-BASE_W = 1100  # px the time span is scaled to before packing
-LABEL_MIN_W = 26  # px: unit labels only on bars at least this wide
+BASE_W = 1100  # px the time span is scaled to before packing (at least)
+MAX_W = 8000  # px: a dense run scrolls sideways, up to this width
+PER_UNIT_W = 40  # px per unit of the busiest lane that the time span is given, within BASE_W..MAX_W
+LABEL_MIN_W = 14  # px: unit labels only on bars at least this wide (and wide enough for the text)
 TICK_MIN_PX = 90
 MAX_LINKS = 4000  # beyond this, cascades are drawn as bands only (the page stays light)
 
@@ -212,7 +214,8 @@ def layout(run: Mapping[str, Any]) -> Layout:
         t0 = min(starts)
         ends = [b.end for b in bars if b.end is not None] + starts
         span = max((max(ends) - t0).total_seconds(), 1.0)
-        scale = (BASE_W - 20) / span
+        busiest = max(len(v) for v in lanes.values())
+        scale = (min(MAX_W, max(BASE_W, busiest * PER_UNIT_W)) - 20) / span
         for lane in lanes.values():
             _pack(lane, lambda b: (b.start - t0).total_seconds() * scale,
                   lambda b: ((b.end or b.start) - b.start).total_seconds() * scale)
@@ -469,7 +472,7 @@ def _svg_timeline(run_idx: int, lay: Layout) -> tuple[str, str]:
                 + f' x="{b.x:.1f}" y="{y + BAR_Y}" width="{b.w:.1f}" height="{BAR_H}" rx="2">'
                 f"<title>{esc(' · '.join(tip))}</title></rect>")
             label = b.unit
-            if b.w >= LABEL_MIN_W and len(label) * 6 + 6 <= b.w:
+            if b.w >= LABEL_MIN_W and len(label) * 6 + 5 <= b.w:
                 out.append(f'<text class="unit-label" x="{b.x + 3:.1f}" y="{y + BAR_Y + BAR_H - 4}">{esc(label)}</text>')
         out.append("</g>")
     # connectors above everything: root bar top -> victim bar top
