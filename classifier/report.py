@@ -714,8 +714,10 @@ def _problem_text(p: Any) -> str:
 
 
 def _root_sort(r: Mapping[str, Any], lay: Layout) -> tuple:
+    """Earliest fault first (its own time, else where its bar sits)."""
     b = next((b for b in lay.bars if b.unit == str(r.get("unit")) and b.is_root), None)
-    return (b.x if b else math.inf, b.lane if b else 0, str(r.get("unit")))
+    t = parse_time(r.get("time"))
+    return (t is None, t.timestamp() if t else 0.0, b.x if b else math.inf, b.lane if b else 0, str(r.get("unit")))
 
 
 def render(runs: Sequence[Mapping[str, Any]], *, families: Mapping[str, Mapping[str, Any]] | None = None,
