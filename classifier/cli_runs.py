@@ -66,7 +66,10 @@ def runs(
     model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
     history: Annotated[Optional[Path], typer.Option("--history", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
 ) -> None:
-    """Post-mortem of run directories: root faults, what each took down, and systematic faults."""
+    """Post-mortem of run directories: root faults, what each took down, and systematic faults.
+
+    Exit status: 2 if an input could not be read at all, else 1 if some unit failed or did not finish, else 0.
+    """
     from sigclass import runs as rs
 
     fmt_v = fmt.value if isinstance(fmt, RunsFmt) else str(fmt)

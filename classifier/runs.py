@@ -793,11 +793,15 @@ def _make_unit(p: _Piece) -> Unit:
         u.line = oks[-1].line
     else:
         u.time = p.start
+    u.order = _piece_key(p)
     return u
 
 
-def _unit_key(u: Unit) -> tuple:
-    return (u.start is None, u.start or "", u.source or "", u.line or 0, _natural(u.unit))
+def _piece_key(p: _Piece) -> tuple:
+    """The order of units on one worker: by start time; without one, a whole-file unit by its number,
+    a unit inside a file by its place in the file."""
+    where = (0, _natural(p.unit), "", 0) if p.line == 0 else (1, (), p.source, p.line)
+    return (p.start is None, p.start or "", where)
 
 
 def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
@@ -825,8 +829,6 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     if any(not p.fallback for p in pieces.values()):
         pieces = {k: p for k, p in pieces.items() if not p.fallback}
     units = [_make_unit(p) for p in pieces.values()]
-    for u in units:
-        u.order = _unit_key(u)
     roots = _cascade(units)
     systematic = _systematic(roots)
     units.sort(key=lambda u: (_natural(u.unit), str(u.worker)))
@@ -836,6 +838,8 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
               [f"{f.family}: {f.evidence[-1] if f.evidence else ''} ({f.source}:{f.line})" for f in launcher
                if f.family_role != "secondary"])
     run.summary = headline(run)
+    for u in units:
+        u.finding = None  # only the cascade needed it; a run travels between processes without it
     return run
 
 
@@ -1044,8 +1048,54 @@ def analyse(dirs: Iterable[str], *, cfg: ScanConfig = ScanConfig(), layout: Layo
 def analyse_plans(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(),
                   n_jobs: int = -1, on_progress: Callable[[int], None] | None = None,
                   small_in_process: bool = False) -> Batch:
+    """The post-mortem of planned runs.
+
+    Many runs: each task scans and assembles whole runs, so the calling
+    process only gathers results. Few runs: tasks are files (a run with many
+    files still spreads over every worker) and runs are assembled here.
+    Either way the answer is the same.
+    """
+    import joblib
+
+    workers = joblib.effective_n_jobs(n_jobs)
+    if workers > 1 and len(plans) >= RUN_TASKS_MIN_RUNS_PER_WORKER * workers:
+        return Batch(_run_tasks(plans, cfg, layout, n_jobs, workers, on_progress))
     scans = scan_sources(plans, cfg, layout, n_jobs=n_jobs, on_progress=on_progress, small_in_process=small_in_process)
     return Batch([assemble(plan, sc) for plan, sc in zip(plans, scans)])
+
+
+RUN_TASKS_MIN_RUNS_PER_WORKER = 4  # from this many runs per worker on, a task is a group of whole runs
+RUN_TASK_SOURCES = 64  # sources per run-group task (a bigger run makes a task of its own)
+
+
+def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan]) -> list[Run]:
+    return [assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans]
+
+
+def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int,
+               on_progress: Callable[[int], None] | None) -> list[Run]:
+    import joblib
+
+    total = sum(len(p.sources) for p in plans)
+    per_task = max(1, min(RUN_TASK_SOURCES, math.ceil(total / (workers * 8))))
+    chunks: list[list[RunPlan]] = []
+    cur: list[RunPlan] = []
+    n = 0
+    for plan in plans:
+        cur.append(plan)
+        n += len(plan.sources)
+        if n >= per_task:
+            chunks.append(cur)
+            cur, n = [], 0
+    if cur:
+        chunks.append(cur)
+    out: list[Run] = []
+    par = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
+    for chunk, done in zip(chunks, par(joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)):
+        out.extend(done)
+        if on_progress:
+            on_progress(sum(len(p.sources) for p in chunk))
+    return out
 
 
 class dask_backend:

@@ -288,11 +288,33 @@ def test_bad_options_exit_2_with_one_line(tmp_path: Path):
 # --------------------------------------------------------------------------- parallelism
 
 
-def test_the_answer_is_the_same_for_any_number_of_processes():
-    dirs = [RUNS / name for name in FIXTURES]
-    one_proc = [r.to_dict() for r in analyse(*dirs, n_jobs=1).runs]
-    two_proc = [r.to_dict() for r in analyse(*dirs, n_jobs=2).runs]
-    assert one_proc == two_proc
+def test_the_answer_is_the_same_for_any_number_of_processes(tmp_path: Path):
+    # few runs: the tasks are files; many runs: the tasks are whole runs
+    few = [RUNS / name for name in FIXTURES]
+    many = []
+    for k in range(3):
+        for name in FIXTURES:
+            many.append(tmp_path / f"{name}-{k}")
+            shutil.copytree(RUNS / name, many[-1])
+    assert len(many) >= rs.RUN_TASKS_MIN_RUNS_PER_WORKER * 2 > len(few)
+    for dirs in (few, many):
+        one_proc = [r.to_dict() for r in analyse(*dirs, n_jobs=1).runs]
+        assert [r.to_dict() for r in analyse(*dirs, n_jobs=2).runs] == one_proc
+
+
+def test_units_without_timestamps_keep_their_order(tmp_path: Path):
+    d = tmp_path / "run"
+    (d / "worker_1").mkdir(parents=True)
+    seg = "/bin/sh: line 1: 77 Segmentation fault      (core dumped) python gen.py\n"
+    (d / "worker_1" / "shard_2.log").write_text("[shard 2] starting\n" + seg)
+    (d / "worker_1" / "shard_10.log").write_text("[shard 10] starting\n")  # after 2 by number, not by name
+    (d / "worker-0.log").write_text("[shard 9] starting\n" + seg + "[shard 1] starting\n")  # after 9 by line
+    assert table(one(d)) == {
+        "1": ("worker-0", "incomplete", None, "cascade", "9"),
+        "2": ("worker_1", "failed", "segfault", "root", None),
+        "9": ("worker-0", "failed", "segfault", "root", None),
+        "10": ("worker_1", "incomplete", None, "cascade", "2"),
+    }
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
