@@ -299,16 +299,18 @@ class RunAnalysis:
 # --------------------------------------------------------------------------- cache
 
 class _Engine:
-    """A ledger with its compiled scanner; scans are serialised (the scanner keeps per-scan state)."""
+    """A ledger with its compiled scanner."""
 
     def __init__(self, ledger, scanner, notes: tuple[str, ...]) -> None:
         self.ledger = ledger
         self.scanner = scanner
         self.notes = notes  # ledger problems and model fallbacks, reported with every result
-        self.lock = threading.Lock()
 
 
 _cache_lock = threading.Lock()
+# One scan at a time per process: a scanner keeps per-scan state and its Hyperscan scratch space must not
+# be shared between threads (run analysis uses the cached scanners of sigclass.runs the same way).
+_scan_lock = threading.RLock()
 _ledgers: dict[tuple[str, ...], Any] = {}
 _engines: dict[tuple[tuple[str, ...], str], _Engine] = {}
 
@@ -412,7 +414,7 @@ def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = Non
         raise InputError(f"classify() takes log text or a path, not {type(text_or_path).__name__}")
     eng = _engine(ledger, signatures)
     path = _as_path(text_or_path)
-    with eng.lock, warnings.catch_warnings():
+    with _scan_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # what a warning says is in the result's problems too
         if path is None:
             res = eng.scanner.scan_text(str(text_or_path))
@@ -454,5 +456,6 @@ def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures
     plan = runs.plan_run(os.fspath(path))
     if not plan.listable:
         raise InputError("; ".join(plan.problems) or f"{path}: cannot read this run directory")
-    batch = runs.analyse_plans([plan], cfg=cfg, n_jobs=n_jobs)
+    with _scan_lock:
+        batch = runs.analyse_plans([plan], cfg=cfg, n_jobs=n_jobs)
     return RunAnalysis.from_dict(batch.runs[0].to_dict())

@@ -169,6 +169,15 @@ def test_ledger_and_scanner_are_cached():
     assert api.get_ledger() is api.get_ledger(None)
 
 
+def test_classify_from_many_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [OOM, CASCADE, UNKNOWN] * 6
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(sigclass.classify, texts))
+    assert got == [sigclass.classify(t) for t in texts]
+
+
 def test_classification_round_trips():
     for text in (OOM, CASCADE, UNKNOWN):
         res = sigclass.classify(text)
