@@ -35,11 +35,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sigclass.errors import ModelError
-from sigclass.textnorm import mask
+from sigclass.textnorm import mask, split_line
 
 ABSTAIN = ("clean", "unknown")
 SEED = 0
-DEFAULT_PARAMS: dict[str, Any] = {"C": 10.0, "loss": "hinge", "calibration": "sigmoid"}
+DEFAULT_PARAMS: dict[str, Any] = {
+    "C": 10.0, "loss": "hinge", "calibration": "sigmoid",
+    "word_min_df": 1, "word_features": 20000, "char_min_df": 2, "char_features": 30000, "char_max_n": 5,
+}
 LATER_WEIGHT = 0.5  # weight of a later block that the regex ledger attributes to a family
 _LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst")
 
@@ -215,9 +218,9 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
     p = {**DEFAULT_PARAMS, **(params or {})}
     features = FeatureUnion([
         ("word", TfidfVectorizer(token_pattern=_WORD_TOKENS, lowercase=False, ngram_range=(1, 2), sublinear_tf=True,
-                                 min_df=1, max_features=p.get("word_features", 20000), dtype=np.float32)),
-        ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2,
-                                 max_features=p.get("char_features", 30000), dtype=np.float32)),
+                                 min_df=p["word_min_df"], max_features=p["word_features"], dtype=np.float32)),
+        ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, p["char_max_n"]), sublinear_tf=True,
+                                 min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
     ])
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
     return Pipeline([("text", BlockText()), ("features", features), ("clf", clf)])
@@ -265,29 +268,51 @@ def ledger_hash(ledger) -> str:
     return h.hexdigest()[:16]
 
 
+def _keys(block: Sequence[str]) -> tuple[str, str]:
+    """A finding's block as the learned path saw it (counted evidence keeps its log headers; the learned path not)."""
+    return "\n".join(block), "\n".join(split_line(x).body for x in block)
+
+
 def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
-    """Scan each corpus file twice: learned mode (the blocks) and regex mode (what the ledger says of them)."""
+    """Scan each corpus file twice: learned mode (the blocks, in reported order) and regex mode (what the ledger says).
+
+    The learned-mode recorder claims every block for a placeholder family so that the
+    scanner reports each one as a finding, in the order (by start line) it reports findings.
+    """
+    from collections import Counter
+
     from sigclass.scan import Scanner
 
-    learned_holder: list[Callable] = []
+    placeholder = next(iter(ledger)).id
+    seen: list[str] = []
 
-    def recorder(bodies: list[str]) -> None:
-        learned_holder[0](bodies)
+    def recorder(bodies: list[str]) -> tuple[str, float]:
+        seen.append("\n".join(bodies))
+        return placeholder, 1.0
 
     learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
     regex_sc = Scanner(ledger, signatures="regex")
     out: list[CorpusFile] = []
     for path, label in files:
         cf = CorpusFile(path, label)
-        learned_holder[:] = [lambda b, cf=cf: cf.blocks.append("\n".join(b))]
+        seen.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            learn_sc.scan(str(path))
+            order = learn_sc.scan(str(path)).findings
             res = regex_sc.scan(str(path))
-        by_block = {}
+        pool = Counter(seen)
+        for f in order:
+            for key in _keys(f.block):
+                if pool[key] > 0:
+                    pool[key] -= 1
+                    cf.blocks.append(key)
+                    break
+        cf.blocks.extend(pool.elements())
+        by_block: dict[str, str] = {}
         for f in res.findings:
             if f.method == "regex" and f.block:
-                by_block.setdefault("\n".join(f.block), f.family)
+                for key in _keys(f.block):
+                    by_block.setdefault(key, f.family)
         cf.regex = [by_block.get(b) for b in cf.blocks]
         out.append(cf)
     return out

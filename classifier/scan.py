@@ -257,6 +257,7 @@ class _SourceScan:
         self.pending: list[Finding] = []
         self._lo = 0  # where the current span starts: look-backs stop there
         self.counts: dict[tuple[str, str | None], list] = {}
+        self.declined: set[tuple[str, str | None]] = set()  # counted evidence the learned model abstained on
         self.last_time: str | None = None
         self.first_time: str | None = None
         self.year: int | None = None
@@ -382,7 +383,8 @@ class _SourceScan:
 
     def _count(self, fam: str, ln: Line, lineno: int) -> None:
         sig = self.sc.ledger[fam]
-        if self.sc.signatures == "learned":
+        learned_mode = self.sc.signatures == "learned"
+        if learned_mode and (self.sc.learned is None or (fam, ln.worker) in self.declined):
             return
         if not any(self.sc.guard.search(p, ln.content) for p in sig.any):
             return
@@ -401,7 +403,16 @@ class _SourceScan:
             return
         first_line, first_ln, first_time = seen[0]
         ev = [x.content for _, x, _ in seen[:3]]
-        f = self._make(sig, ev, 1.0, "regex", first_line, lineno, first_time, ln.worker, ln.stream, None,
+        method, conf = "regex", 1.0
+        if learned_mode:
+            # in learned mode the counted lines are only evidence: the model says what they are, or nothing
+            guess = self.sc.learned([x.body for _, x, _ in seen])
+            if guess is None or guess[0] not in self.sc.ledger:
+                self.declined.add(key)
+                del self.counts[key]
+                return
+            sig, method, conf = self.sc.ledger[guess[0]], "learned", guess[1]
+        f = self._make(sig, ev, conf, method, first_line, lineno, first_time, ln.worker, ln.stream, None,
                        [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
         f.count = len(seen)
         f.lines = [a for a, _, _ in seen]

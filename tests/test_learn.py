@@ -344,3 +344,30 @@ def test_devset_learned_alone_and_both(ledger):
     both, _ = _known_family_rate(Scanner(ledger, signatures="both", learned=pred), DEVSET)
     regex_only, _ = _known_family_rate(Scanner(ledger, signatures="regex"), DEVSET)
     assert both >= regex_only, f"both {both:.1%} < regex {regex_only:.1%}"
+
+
+# --------------------------------------------------------------------------- scanner: counted evidence in learned mode
+
+def test_learned_mode_hands_counted_family_evidence_to_the_model(ledger):
+    counted = [s for s in ledger if s.min_count > 1]
+    if not counted:
+        pytest.skip("the ledger has no counted family")
+    sig = counted[0]
+    line = {"tokenizer-reload-per-call": "loading file tokenizer_config.json from cache at /hf/tok.json"}.get(sig.id)
+    if line is None:
+        pytest.skip(f"no sample line for {sig.id}")
+    text = "".join(f"INFO item {i}\n{line}\n" for i in range(sig.min_count + 2))
+    calls: list[list[str]] = []
+
+    def model(bodies):
+        calls.append(bodies)
+        return (sig.id, 0.9)
+
+    res = Scanner(ledger, signatures="learned", learned=model).scan_text(text)
+    assert len(calls) == 1 and len(calls[0]) == sig.min_count
+    (f,) = res.findings
+    assert f.family == sig.id and f.method == "learned" and f.confidence == 0.9 and f.count == sig.min_count + 2
+    calls.clear()
+    quiet = Scanner(ledger, signatures="learned", learned=lambda b: calls.append(b)).scan_text(text)
+    assert quiet.findings == [] and len(calls) == 1  # abstained once, not asked again for every later line
+    assert Scanner(ledger, signatures="learned").scan_text(text).findings == []
