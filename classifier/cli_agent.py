@@ -10,10 +10,27 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli import app, err
+from sigclass.cli import Sigs, app, err
 from sigclass.errors import SigclassError
 
 _SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list")
+MIN_SDK = (2, 3)  # the low-level Server with on_* handlers and snake_case types
+
+
+def _sdk_version() -> tuple[int, ...] | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        raw = version("mcp")
+    except PackageNotFoundError:
+        return None
+    parts = []
+    for piece in raw.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) or None
 
 
 @app.command()
@@ -38,7 +55,7 @@ def mcp(
     max_bytes: Annotated[str, typer.Option("--max-bytes", help="Largest log file read, also per file of a run directory (e.g. 64M).")] = "64M",
     max_text_bytes: Annotated[str, typer.Option("--max-text-bytes", help="Largest log text accepted inline (e.g. 16M).")] = "16M",
     ledger: Annotated[Optional[list[Path]], typer.Option("--ledger", help="Extra ledger file or folder (repeatable); overrides shipped ids.")] = None,
-    signatures: Annotated[str, typer.Option(help="Which signatures classify failures: regex, learned or both.")] = "both",
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each refused call on stderr.")] = False,
 ) -> None:
     """Serve the Model Context Protocol over stdio: classify_log, analyze_run, explain_gotcha, list_gotchas."""
@@ -46,6 +63,11 @@ def mcp(
         import mcp as _sdk  # noqa: F401
     except ImportError:
         err("the MCP server needs the official mcp SDK; install the extra: pip install 'sigclass[mcp]'")
+        raise typer.Exit(2) from None
+    found = _sdk_version()
+    if found is not None and found < MIN_SDK:
+        err(f"the MCP server needs mcp {'.'.join(map(str, MIN_SDK))} or later (found "
+            f"{'.'.join(map(str, found))}); upgrade it: pip install -U 'sigclass[mcp]'")
         raise typer.Exit(2) from None
     from sigclass import mcp_server
 
@@ -57,7 +79,7 @@ def mcp(
             max_bytes=mcp_server.parse_size(max_bytes),
             max_text_bytes=mcp_server.parse_size(max_text_bytes),
             ledger=tuple(str(p.resolve()) for p in ledger or []),
-            signatures=signatures,
+            signatures=signatures.value if isinstance(signatures, Sigs) else str(signatures),
         )
         mcp_server.serve(config)
     except SigclassError as exc:

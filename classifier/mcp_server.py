@@ -159,6 +159,7 @@ class Tools:
             "explain_gotcha": (self.explain_gotcha, schemas.GOTCHA),
             "list_gotchas": (self.list_gotchas, schemas.GOTCHA_LIST),
         }
+        self._validators: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ declarations
     def definitions(self) -> list[dict[str, Any]]:
@@ -235,6 +236,19 @@ class Tools:
             raise InputError(f"no tool {name!r}; the tools are {', '.join(self._table)}")
         args = dict(arguments or {})
         return entry[0](args)
+
+    def check_output(self, name: str, data: dict[str, Any]) -> str | None:
+        """Why `data` does not fit the tool's declared output schema, or None (needs jsonschema)."""
+        validator = self._validators.get(name)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+
+            validator = self._validators[name] = Draft202012Validator(self._table[name][1])
+        error = next(iter(validator.iter_errors(data)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        return f"at {where}: {error.message}"
 
     # ------------------------------------------------------------------ helpers
     def _only(self, args: dict[str, Any], allowed: tuple[str, ...], tool: str) -> None:
@@ -386,6 +400,11 @@ def build_server(tools: Tools):
                 log.error("%s: internal error: %s: %s (set SIGCLASS_DEBUG=1 for the traceback)",
                           name, type(exc).__name__, one_line(str(exc)))
             return failure(f"{name}: internal error ({type(exc).__name__}: {exc}); please report it")
+        mismatch = tools.check_output(name, data)
+        if mismatch is not None:  # a bug: say so rather than send what the client would reject
+            log.error("%s: output does not fit its schema %s", name, mismatch)
+            return failure(f"{name}: internal error (the result does not fit the declared output schema "
+                           f"{mismatch}); please report it")
         text = json.dumps(data, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=data)
 

@@ -186,6 +186,22 @@ def test_unknown_tool(tools: Tools):
         tools.call("nope", {})
 
 
+def test_outputs_are_checked_against_their_schemas(tools: Tools):
+    good = tools.call("list_gotchas", {})
+    assert tools.check_output("list_gotchas", good) is None
+    good["gotchas"][0]["role"] = "victim"
+    assert tools.check_output("list_gotchas", good).startswith("at gotchas/0/role:")
+
+
+def test_old_sdk_is_refused_with_a_clear_message(monkeypatch):
+    from sigclass import cli_agent
+
+    monkeypatch.setattr(cli_agent, "_sdk_version", lambda: (1, 9))
+    result = runner.invoke(app, ["mcp"])
+    assert result.exit_code == 2
+    assert "needs mcp 2.3 or later (found 1.9)" in result.stderr
+
+
 def test_missing_sdk_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` now raises ImportError
     result = runner.invoke(app, ["mcp"])
