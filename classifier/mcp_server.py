@@ -119,7 +119,7 @@ class Confinement:
         if not self.inside(real):
             if self._lexically_inside(p) or self._crosses_link(p):
                 raise PathRefused(f"{raw}: refused, it is reached through a symbolic link out of the allowed roots "
-                                  f"(it leads to {real}); allowed: {self.describe()}")
+                                  f"({self.describe()})")
             raise PathRefused(f"{raw}: refused, it is outside the allowed roots ({self.describe()})")
         return real
 
@@ -330,10 +330,9 @@ class Tools:
                                      "name a single run directory")
                 rel = os.path.relpath(e.path, top)
                 if e.is_symlink():
-                    target = Path(os.path.realpath(e.path))
-                    if not self.jail.inside(target):
+                    if not self.jail.inside(os.path.realpath(e.path)):
                         raise PathRefused(f"{raw}: refused, {rel} is a symbolic link out of the allowed roots "
-                                          f"(to {target})")
+                                          f"({self.jail.describe()})")
                 try:
                     est = os.stat(e.path)
                 except OSError:
