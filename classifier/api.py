@@ -457,5 +457,6 @@ def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures
     if not plan.listable:
         raise InputError("; ".join(plan.problems) or f"{path}: cannot read this run directory")
     with _scan_lock:
-        batch = runs.analyse_plans([plan], cfg=cfg, n_jobs=n_jobs)
+        # a small run is scanned in this process: starting worker processes would cost more than it saves
+        batch = runs.analyse_plans([plan], cfg=cfg, n_jobs=n_jobs, small_in_process=n_jobs == -1)
     return RunAnalysis.from_dict(batch.runs[0].to_dict())
