@@ -271,8 +271,9 @@ def test_a_thousand_units_render_and_stay_readable(tmp_path: Path) -> None:
     labels = dom.select("text", "unit-label")
     assert 0 < len(labels) < 1000  # thinned: only bars wide enough carry one
     assert len(dom.select("g", "lane")) == 20
-    scroll = dom.select("div", "tl-scroll")[0]
-    assert scroll is not None
+    # a dense run scrolls sideways inside its box instead of squeezing bars below their minimum
+    assert dom.select("div", "tl-scroll")
+    assert rp.BASE_W < float(dom.select("svg", "tl-chart")[0].attrs["width"]) <= rp.MAX_W
     shot = tmp_path / "big.png"
     res = chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", "--hide-scrollbars")
     assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
@@ -367,3 +368,24 @@ def test_report_of_the_bundled_example_tells_the_story(tmp_path: Path) -> None:
 def test_report_of_a_missing_dir_is_an_input_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r.html"), "-j", "1"])
     assert result.exit_code == 2, result.output
+
+
+RUNS_FIXTURES = sorted(p for p in (FILES / "runs").glob("*") if p.is_dir()) if (FILES / "runs").is_dir() else []
+
+
+@pytest.mark.parametrize("run_dir", RUNS_FIXTURES, ids=[p.name for p in RUNS_FIXTURES])
+def test_report_matches_the_run_object(run_dir: Path) -> None:
+    """Every layout of the runs fixtures: one bar per unit, one marker per root, one link per victim."""
+    from sigclass import runs as rs
+
+    run = rs.analyse([str(run_dir)], n_jobs=1).runs[0]
+    d = rp.run_dict(run)
+    root = parse(rp.render([d]))
+    assert len(root.select("rect", "unit")) == len(d["units"])
+    assert {n.attrs["data-worker"] for n in root.select("g", "lane")} == {str(u["worker"] or "?") for u in d["units"]}
+    assert sorted(n.attrs["data-unit"] for n in root.select(cls="root-marker")) == sorted(r["unit"] for r in d["roots"])
+    assert sorted((n.attrs["data-root"], n.attrs["data-victim"]) for n in root.select("path", "cascade-link")) == sorted(
+        (r["unit"], v) for r in d["roots"] for v in r["victims"])
+    assert len(root.select("article", "card.root-fault")) == len(d["roots"])
+    assert len(root.select("li", "problem")) == len(d["problems"])
+    assert len(root.select(cls="systematic")) == len(d["systematic"])
