@@ -30,11 +30,16 @@ def report(
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     title: Annotated[Optional[str], typer.Option(help="Page title (default: the run names).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", help="Regex on a log's path inside its run; its group names the unit.")] = None,
+    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", help="Regex on a log's path inside its run; its group names the worker.")] = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
     model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
 ) -> None:
-    """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems."""
+    """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems.
+
+    Exit status as for `runs`: 2 when an input could not be read at all, 1 when failures were found, else 0.
+    """
     from sigclass import report as rp
     from sigclass import runs as rs
 
@@ -45,7 +50,8 @@ def report(
     sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
     cfg = rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
     try:
-        batch = rs.analyse(dirs, cfg=cfg, n_jobs=jobs, small_in_process=jobs == -1)
+        batch = rs.analyse(dirs, cfg=cfg, layout=rs.Layout(unit_pattern, worker_pattern), n_jobs=jobs,
+                           small_in_process=jobs == -1)
         rp.write_report([rp.run_dict(r) for r in batch.runs], out, families=rp.family_info(lg), title=title)
     except (SigclassError, ModelError) as exc:
         err(exc)
