@@ -64,6 +64,12 @@ def _slug(value: Any) -> str:
     return s or "x"
 
 
+def _anchor(run_idx: int, lay: "Layout", key: str) -> str:
+    """A unique, readable element id for a unit (its order in the run keeps slug clashes apart)."""
+    b = lay.by_key.get(key)
+    return f"{run_idx}-{_slug(key)}-{b.order if b else 'x'}"
+
+
 # --------------------------------------------------------------------------- time
 def parse_time(value: Any) -> datetime | None:
     """ISO-8601 text (Z or offset; no zone means UTC), epoch seconds, or a datetime."""
@@ -466,7 +472,7 @@ def _svg_timeline(run_idx: int, lay: Layout) -> tuple[str, str]:
                 tip.append(_fmt_time(b.start))
             out.append(
                 f'<rect class="{" ".join(cls)}" '
-                + _attrs(id=f"u-{run_idx}-{_slug(b.key)}", data_unit=b.unit, data_unit_key=b.key, data_worker=b.worker,
+                + _attrs(id=f"u-{_anchor(run_idx, lay, b.key)}", data_unit=b.unit, data_unit_key=b.key, data_worker=b.worker,
                          data_status=b.status, data_family=b.family or None, data_role=b.role,
                          data_root=None if not b.root else lay.by_key[b.root].unit, data_cascade=cascade)
                 + f' x="{b.x:.1f}" y="{y + BAR_Y}" width="{b.w:.1f}" height="{BAR_H}" rx="2">'
@@ -503,7 +509,7 @@ def _svg_timeline(run_idx: int, lay: Layout) -> tuple[str, str]:
         r = lay.by_key[key]
         cx = _fault_x(lay, r)
         top = r.lane * LANE_H + BAR_Y
-        out.append(f'<a href="#card-{run_idx}-{_slug(key)}"><path class="root-marker" '
+        out.append(f'<a href="#card-{_anchor(run_idx, lay, key)}"><path class="root-marker" '
                    + _attrs(data_unit=r.unit, data_worker=r.worker, data_family=r.family or None, data_cascade=key)
                    + f' d="M{cx - 6:.1f},{top - 8:.1f} L{cx + 6:.1f},{top - 8:.1f} L{cx:.1f},{top + 1:.1f} Z" fill="{c.color}">'
                    f"<title>{esc(_marker_tip(r))}</title></path></a>")
@@ -582,7 +588,7 @@ def _root_card(run_idx: int, lay: Layout, root: Mapping[str, Any], info: Mapping
     line = root.get("line") or (bar.raw.get("line") if bar else None)
     victims = [lay.by_key[v] for v in cascade.victims] if cascade else []
     color = cascade.color if cascade else "#999"
-    parts = [f'<article class="card root-fault" id="card-{run_idx}-{_slug(key)}" '
+    parts = [f'<article class="card root-fault" id="card-{_anchor(run_idx, lay, key)}" '
              + _attrs(data_family=family, data_unit=unit, data_worker=worker, data_victims=len(victims))
              + f' style="--chip:{color}">']
     parts.append(f"<h4>{esc(family)}</h4>")
