@@ -42,6 +42,7 @@ SEED = 0
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 10.0, "loss": "hinge", "calibration": "sigmoid",
     "word_min_df": 1, "word_features": 20000, "char_min_df": 2, "char_features": 30000, "char_max_n": 5,
+    "repeat_exceptions": 1, "facts": True,
 }
 LATER_WEIGHT = 0.5  # weight of a later block that the regex ledger attributes to a family
 _LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst")
@@ -63,11 +64,29 @@ def _frame_line(m: re.Match[str]) -> str:
     return f"at {mod} in {m['fn']}"
 
 
-def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1) -> str:
+FACT_MARK = "\x1ffacts"
+
+
+def block_input(bodies: Sequence[str], facts: dict[str, str] | None = None) -> str:
+    """What the model reads for one block: its lines, then the source's facts as tokens on a marked line."""
+    text = "\n".join(bodies)
+    if facts:
+        toks = []
+        for name, value in sorted(facts.items()):
+            toks.append(f"fact_{name}")
+            toks.extend(f"fact_{name}_{w}" for w in re.findall(r"[A-Za-z0-9]+", str(value)) if not w.isdigit())
+        text += f"\n{FACT_MARK} " + " ".join(toks)
+    return text
+
+
+def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True) -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked."""
     out: list[str] = []
     exc: list[str] = []
+    fact_line = ""
     lines = text.splitlines()
+    if lines and lines[-1].startswith(FACT_MARK):
+        fact_line = lines.pop()[len(FACT_MARK):].strip()
     if len(lines) > max_lines:
         half = max_lines // 2
         lines = lines[:half] + lines[-half:]
@@ -84,6 +103,8 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
             exc.append(s)
     if repeat_exceptions and exc:
         out.extend(exc[-3:] * repeat_exceptions)
+    if facts and fact_line:
+        out.append(fact_line)
     return "\n".join(out)
 
 
@@ -93,11 +114,13 @@ class BlockText(TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "max_lines": [Interval(Integral, 2, None, closed="left")],
         "repeat_exceptions": [Interval(Integral, 0, None, closed="left")],
+        "facts": ["boolean"],
     }
 
-    def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1) -> None:
+    def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True) -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
+        self.facts = facts
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -105,7 +128,8 @@ class BlockText(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions) for x in X]
+        return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions,
+                                facts=self.facts) for x in X]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -223,7 +247,8 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
                                  min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
     ])
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
-    return Pipeline([("text", BlockText()), ("features", features), ("clf", clf)])
+    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"])
+    return Pipeline([("text", text), ("features", features), ("clf", clf)])
 
 
 # =========================================================================== corpus
@@ -279,16 +304,16 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
     The learned-mode recorder claims every block for a placeholder family so that the
     scanner reports each one as a finding, in the order (by start line) it reports findings.
     """
-    from collections import Counter
-
     from sigclass.scan import Scanner
 
     placeholder = next(iter(ledger)).id
-    seen: list[str] = []
+    seen: dict[str, list[str]] = {}
 
-    def recorder(bodies: list[str]) -> tuple[str, float]:
-        seen.append("\n".join(bodies))
+    def recorder(bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float]:
+        seen.setdefault("\n".join(bodies), []).append(block_input(bodies, facts))
         return placeholder, 1.0
+
+    recorder.wants_facts = True  # type: ignore[attr-defined]
 
     learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
     regex_sc = Scanner(ledger, signatures="regex")
@@ -300,20 +325,22 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
             warnings.simplefilter("ignore")
             order = learn_sc.scan(str(path)).findings
             res = regex_sc.scan(str(path))
-        pool = Counter(seen)
+        plain: list[str] = []
         for f in order:
             for key in _keys(f.block):
-                if pool[key] > 0:
-                    pool[key] -= 1
-                    cf.blocks.append(key)
+                if seen.get(key):
+                    plain.append(key)
+                    cf.blocks.append(seen[key].pop(0))
                     break
-        cf.blocks.extend(pool.elements())
+        for key, rest in seen.items():
+            plain.extend([key] * len(rest))
+            cf.blocks.extend(rest)
         by_block: dict[str, str] = {}
         for f in res.findings:
             if f.method == "regex" and f.block:
                 for key in _keys(f.block):
                     by_block.setdefault(key, f.family)
-        cf.regex = [by_block.get(b) for b in cf.blocks]
+        cf.regex = [by_block.get(b) for b in plain]
         out.append(cf)
     return out
 
@@ -404,7 +431,7 @@ def file_scores(expected: Sequence[str], got: Sequence[str | None]) -> dict[str,
     }
 
 
-THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
+THRESHOLDS = (0.01, 0.02, 0.03, 0.04) + tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
 
 
 def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: Sequence[str]) -> tuple[float, dict[float, float]]:
@@ -491,8 +518,10 @@ class Predictor:
         self.meta = meta
         self.classes = [str(c) for c in pipeline.classes_]
 
-    def __call__(self, bodies: list[str]) -> tuple[str, float] | None:
-        return decide(self.pipeline.predict_proba(["\n".join(bodies)])[0], self.classes, self.threshold)
+    wants_facts = True  # the scanner passes the source's facts (gpu model, engine flags) along with each block
+
+    def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
+        return decide(self.pipeline.predict_proba([block_input(bodies, facts)])[0], self.classes, self.threshold)
 
     def predict_many(self, blocks: Sequence[str]) -> list[tuple[str, float] | None]:
         if not blocks:

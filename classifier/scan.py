@@ -406,7 +406,7 @@ class _SourceScan:
         method, conf = "regex", 1.0
         if learned_mode:
             # in learned mode the counted lines are only evidence: the model says what they are, or nothing
-            guess = self.sc.learned([x.body for _, x, _ in seen])
+            guess = self._ask_learned([x.body for _, x, _ in seen], ln.worker)
             if guess is None or guess[0] not in self.sc.ledger:
                 self.declined.add(key)
                 del self.counts[key]
@@ -554,7 +554,7 @@ class _SourceScan:
             self._emit(f)
             return
         if self.sc.learned is not None and (blk.shaped or self.sc.signatures == "learned"):
-            guess = self.sc.learned(bodies)
+            guess = self._ask_learned(bodies, worker)
             if guess is not None:
                 fid, prob = guess
                 sig = self.sc.ledger.signatures.get(fid)
@@ -574,6 +574,13 @@ class _SourceScan:
             mitigation="", family_role="root", unit=unit, stream=stream, block=bodies,
         )
         self._emit(f)
+
+    def _ask_learned(self, bodies: list[str], worker: str | None) -> tuple[str, float] | None:
+        """The learned callback's guess; one that sets `wants_facts` also gets the source's facts for the worker."""
+        if getattr(self.sc.learned, "wants_facts", False):
+            facts = {**self.facts.get("", {}), **self.facts.get(worker or "", {})}
+            return self.sc.learned(bodies, facts)  # type: ignore[call-arg, misc]
+        return self.sc.learned(bodies)  # type: ignore[misc]
 
     def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
               worker: str | None, stream: str, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
