@@ -12,7 +12,7 @@ import sys
 from contextlib import nullcontext
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Iterable, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
@@ -39,16 +39,6 @@ def _progress(total: int):
 
     return Progress(TextColumn("scanning logs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                     console=Console(stderr=True), transient=True)
-
-
-def _emit(lines: Iterable[str], out: Path | None) -> None:
-    if out is None:
-        for line in lines:
-            typer.echo(line)
-        return
-    with open(out, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(line + "\n")
 
 
 @app.command()
@@ -92,6 +82,22 @@ def runs(
 
     plans = [rs.plan_run(d) for d in dict.fromkeys(dirs)]
     total = sum(len(p.sources) for p in plans)
+    # text and jsonl go out run by run as they are known: memory stays flat for a fleet's worth of runs
+    streaming = fmt_v in ("text", "jsonl") and history is None
+    kept: list = []
+    unreadable = failed = False
+    try:
+        sink = open(out, "w", encoding="utf-8") if out is not None and fmt_v in ("text", "json", "jsonl") else None
+    except OSError as exc:
+        err(f"{out}: cannot write ({exc.strerror or exc})")
+        raise typer.Exit(2) from None
+
+    def write(line: str) -> None:
+        if sink is None:
+            typer.echo(line)
+        else:
+            sink.write(line + "\n")
+
     try:
         backend = rs.dask_backend(dask) if dask else nullcontext()
         with backend, _progress(total) as bar:
@@ -99,41 +105,57 @@ def runs(
             if bar is not None:
                 task = bar.add_task("scan", total=total)
                 tick = lambda n: bar.advance(task, n)  # noqa: E731
-            batch = rs.analyse_plans(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
-                                     small_in_process=jobs == -1 and not dask)
+            for run in rs.iter_runs(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
+                                    small_in_process=jobs == -1 and not dask):
+                unreadable = unreadable or not run.readable
+                failed = failed or run.failed
+                if not streaming:
+                    kept.append(run)
+                    continue
+                for line in (rs.render_run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
+                    write(line)
+                if fmt_v == "jsonl" and not run.readable:
+                    for prob in run.problems:
+                        err(f"{run.run}: {prob}")
+        if not streaming:
+            batch = rs.Batch(kept)
+            if fmt_v == "text":
+                for line in rs.render_text(batch):
+                    write(line)
+            elif fmt_v == "jsonl":
+                for r in batch.runs:
+                    write(json.dumps(r.to_dict(), ensure_ascii=False))
+            elif fmt_v == "json":
+                write(json.dumps(batch.to_dict(), indent=2, ensure_ascii=False))
+            else:
+                from sigclass import tables
+
+                if out is None:
+                    sys.stdout.write(tables.units_csv(batch.runs))
+                    sys.stdout.flush()
+                else:
+                    tables.write_units(batch.runs, out, fmt_v)
+            for run in batch.runs:
+                if not run.readable or fmt_v in ("csv", "parquet"):
+                    for prob in run.problems:
+                        err(f"{run.run}: {prob}")
     except SigclassError as exc:
         err(exc)
+        raise typer.Exit(2) from None
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): main() ends quietly
+    except OSError as exc:
+        err(f"{out or 'stdout'}: cannot write ({exc.strerror or exc})")
         raise typer.Exit(2) from None
     except Exception as exc:  # a worker or cluster failure: one line, never a traceback
         err(f"the batch stopped: {type(exc).__name__}: {exc}")
         raise typer.Exit(2) from None
-
-    try:
-        if fmt_v == "text":
-            _emit(rs.render_text(batch), out)
-        elif fmt_v == "json":
-            _emit([json.dumps(batch.to_dict(), indent=2, ensure_ascii=False)], out)
-        elif fmt_v == "jsonl":
-            _emit((json.dumps(r.to_dict(), ensure_ascii=False) for r in batch.runs), out)
-        else:
-            from sigclass import tables
-
-            if out is None:
-                sys.stdout.write(tables.units_csv(batch.runs))
-                sys.stdout.flush()
-            else:
-                tables.write_units(batch.runs, out, fmt_v)
-    except OSError as exc:
-        err(f"{out}: cannot write ({exc.strerror or exc})")
-        raise typer.Exit(2) from None
+    finally:
+        if sink is not None:
+            sink.close()
 
     if history is not None:
         from sigclass.cli_report import append_history
 
-        append_history(history, batch.runs)
-    if fmt_v != "text":
-        for run in batch.runs:
-            if not run.readable or fmt_v in ("csv", "parquet"):
-                for p in run.problems:
-                    err(f"{run.run}: {p}")
-    raise typer.Exit(2 if batch.unreadable or bad_ledger else 1 if batch.failed else 0)
+        append_history(history, kept)
+    raise typer.Exit(2 if unreadable or bad_ledger else 1 if failed else 0)

@@ -563,13 +563,30 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
         return out
     size = max(1, min(32, math.ceil(len(items) / (workers * 8))))
     chunks = [items[k:k + size] for k in range(0, len(items), size)]
-    par = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
-    for done in par(joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks):
-        for i, scan in done:
-            out[i].append(scan)
-        if on_progress:
-            on_progress(len(done))
+    gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
+        joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
+    with _closing(gen):
+        for done in gen:
+            for i, scan in done:
+                out[i].append(scan)
+            if on_progress:
+                on_progress(len(done))
     return out
+
+
+class _closing:
+    """Close a joblib result generator quietly when its consumer stops early (an error, `| head`)."""
+
+    def __init__(self, gen) -> None:
+        self.gen = gen
+
+    def __enter__(self):
+        return self.gen
+
+    def __exit__(self, *exc: Any) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # joblib warns about the tasks it cancels
+            self.gen.close()
 
 
 # =========================================================================== assembling one run
@@ -1048,35 +1065,53 @@ def analyse(dirs: Iterable[str], *, cfg: ScanConfig = ScanConfig(), layout: Layo
 def analyse_plans(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(),
                   n_jobs: int = -1, on_progress: Callable[[int], None] | None = None,
                   small_in_process: bool = False) -> Batch:
-    """The post-mortem of planned runs.
+    """The post-mortem of planned runs (see `iter_runs`)."""
+    return Batch(list(iter_runs(plans, cfg=cfg, layout=layout, n_jobs=n_jobs, on_progress=on_progress,
+                                small_in_process=small_in_process)))
 
-    Many runs: each task scans and assembles whole runs, so the calling
-    process only gathers results. Few runs: tasks are files (a run with many
-    files still spreads over every worker) and runs are assembled here.
-    Either way the answer is the same.
+
+RUN_TASKS_MIN_RUNS_PER_WORKER = 4  # from this many runs per worker on, a task is a group of whole runs
+RUN_TASK_SOURCES = 256  # sources per run-group task (a bigger run makes a task of its own)
+
+
+def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(),
+              n_jobs: int = -1, on_progress: Callable[[int], None] | None = None,
+              small_in_process: bool = False) -> Iterator[Run]:
+    """The post-mortem of each planned run, in order, as soon as it is known (memory stays flat).
+
+    One process: run after run. Many runs: each task scans and assembles
+    whole runs, so the calling process only gathers them. Few runs: the
+    tasks are files (a run with many files still spreads over every worker)
+    and the runs are assembled here. The answer is the same in every case.
     """
     import joblib
 
     workers = joblib.effective_n_jobs(n_jobs)
-    if workers > 1 and len(plans) >= RUN_TASKS_MIN_RUNS_PER_WORKER * workers:
-        return Batch(_run_tasks(plans, cfg, layout, n_jobs, workers, on_progress))
-    scans = scan_sources(plans, cfg, layout, n_jobs=n_jobs, on_progress=on_progress, small_in_process=small_in_process)
-    return Batch([assemble(plan, sc) for plan, sc in zip(plans, scans)])
-
-
-RUN_TASKS_MIN_RUNS_PER_WORKER = 4  # from this many runs per worker on, a task is a group of whole runs
-RUN_TASK_SOURCES = 64  # sources per run-group task (a bigger run makes a task of its own)
+    total = sum(len(p.sources) for p in plans)
+    small = small_in_process and total <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
+    if workers <= 1 or total <= 1 or small:
+        for plan in plans:
+            run = assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources])
+            if on_progress and plan.sources:
+                on_progress(len(plan.sources))
+            yield run
+        return
+    if len(plans) >= RUN_TASKS_MIN_RUNS_PER_WORKER * workers:
+        yield from _run_tasks(plans, cfg, layout, n_jobs, workers, total, on_progress)
+        return
+    scans = scan_sources(plans, cfg, layout, n_jobs=n_jobs, on_progress=on_progress)
+    for plan, sc in zip(plans, scans):
+        yield assemble(plan, sc)
 
 
 def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan]) -> list[Run]:
     return [assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans]
 
 
-def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int,
-               on_progress: Callable[[int], None] | None) -> list[Run]:
+def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int, total: int,
+               on_progress: Callable[[int], None] | None) -> Iterator[Run]:
     import joblib
 
-    total = sum(len(p.sources) for p in plans)
     per_task = max(1, min(RUN_TASK_SOURCES, math.ceil(total / (workers * 8))))
     chunks: list[list[RunPlan]] = []
     cur: list[RunPlan] = []
@@ -1089,13 +1124,13 @@ def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs
             cur, n = [], 0
     if cur:
         chunks.append(cur)
-    out: list[Run] = []
-    par = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
-    for chunk, done in zip(chunks, par(joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)):
-        out.extend(done)
-        if on_progress:
-            on_progress(sum(len(p.sources) for p in chunk))
-    return out
+    gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
+        joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)
+    with _closing(gen):
+        for chunk, done in zip(chunks, gen):
+            if on_progress:
+                on_progress(sum(len(p.sources) for p in chunk))
+            yield from done
 
 
 class dask_backend:

@@ -324,7 +324,7 @@ def test_dask_cluster_gives_the_local_answer():
     dirs = [str(RUNS / name) for name in FIXTURES]
     local = [r.to_dict() for r in analyse(*dirs, n_jobs=1).runs]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         with rs.dask_backend(cluster.scheduler_address):
             remote = [r.to_dict() for r in analyse(*dirs, n_jobs=-1).runs]
     assert remote == local
