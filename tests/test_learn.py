@@ -371,3 +371,20 @@ def test_learned_mode_hands_counted_family_evidence_to_the_model(ledger):
     quiet = Scanner(ledger, signatures="learned", learned=lambda b: calls.append(b)).scan_text(text)
     assert quiet.findings == [] and len(calls) == 1  # abstained once, not asked again for every later line
     assert Scanner(ledger, signatures="learned").scan_text(text).findings == []
+
+
+def test_a_callback_that_wants_facts_gets_the_sources_facts(ledger):
+    if not any(p.fact == "gpu_model" for s in ledger for p in s.facts):
+        pytest.skip("the ledger reads no gpu_model fact")
+    got: list[dict] = []
+
+    def model(bodies, facts):
+        got.append(facts)
+        return None
+
+    model.wants_facts = True
+    Scanner(ledger, signatures="learned", learned=model).scan_text("INFO device 0: NVIDIA H100 80GB HBM3\n" + _oom(1))
+    assert got and got[0].get("gpu_model", "").startswith("H100")
+    text = learn.block_input(["RuntimeError: x"], got[0])
+    assert "fact_gpu_model_H100" in learn.normalise_block(text)
+    assert "fact_" not in learn.normalise_block(text, facts=False)
