@@ -321,7 +321,7 @@ SHIPPED = REPO / "classifier" / "data" / artefact.SHIPPED_FILE
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
 def test_shipped_model_loads_verified(ledger):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", learn.ModelWarning)
+        warnings.simplefilter("error", learn.ModelWarning)  # the shipped model never nags at scan time
         pred = learn.load_predictor(None, ledger)
     assert pred is not None
     assert SHIPPED.stat().st_size < 2 << 20
@@ -333,12 +333,50 @@ def _known_family_rate(scanner, root) -> tuple[float, list]:
     return sum(r.got == r.label for r in rows) / len(rows), [r for r in rows if r.got != r.label]
 
 
+@pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
+def test_shipped_model_freshness_is_reported(ledger):
+    """A stale shipped model still works (ledger changes only warn); say so with the rebuild command."""
+    meta, _, _ = artefact.read_header(SHIPPED)
+    corpus = learn.shipped_corpus()
+    stale = []
+    if meta["ledger_hash"] != learn.ledger_hash(ledger):
+        stale.append("ledger")
+    if corpus is not None and meta["corpus_hash"] != learn.corpus_hash(learn.corpus_files([corpus])):
+        stale.append("corpus")
+    if stale:
+        warnings.warn(f"the shipped model predates the current {' and '.join(stale)}; "
+                      f"rebuild it with `{artefact.SHIPPED_REBUILD}`", UserWarning, stacklevel=1)
+
+
+CORPUS = REPO / "corpus"
+
+
+@pytest.fixture(scope="session")
+def corpus_model(ledger):
+    """The model trained on the shipped corpus, once per session (3 folds keep it quick)."""
+    if not CORPUS.is_dir():
+        pytest.skip("no corpus in this tree")
+    trained = learn.train(learn.corpus_files([CORPUS]), ledger, folds=3)
+    return learn.Predictor(trained.pipeline, trained.meta["threshold"], trained.meta), trained
+
+
+def test_corpus_cross_validation_is_sane(corpus_model):
+    _, trained = corpus_model
+    assert trained.meta["cv"]["macro_f1"] >= 0.6, trained.meta["cv"]
+    assert len(trained.meta["labels"]) >= 10
+
+
+@pytest.mark.skipif(not (DEVSET / "index.jsonl").exists(), reason="shared devset not present")
+def test_devset_with_a_model_trained_now(ledger, corpus_model):
+    pred, _ = corpus_model
+    learned, misses = _known_family_rate(Scanner(ledger, signatures="learned", learned=pred), DEVSET)
+    assert learned >= 0.80, f"learned alone: {learned:.1%} < 80%\n" + "\n".join(f"{m.label} got {m.got} {m.file}" for m in misses)
+
+
 @pytest.mark.skipif(not (DEVSET / "index.jsonl").exists(), reason="shared devset not present")
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
 def test_devset_learned_alone_and_both(ledger):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", learn.ModelWarning)
-        pred = learn.load_predictor(None, ledger)
+    pred = learn.load_predictor(None, ledger)
     learned, misses = _known_family_rate(Scanner(ledger, signatures="learned", learned=pred), DEVSET)
     assert learned >= 0.80, f"learned alone: {learned:.1%} < 80%\n" + "\n".join(f"{m.label} got {m.got} {m.file}" for m in misses)
     both, _ = _known_family_rate(Scanner(ledger, signatures="both", learned=pred), DEVSET)
