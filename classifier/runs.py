@@ -55,6 +55,10 @@ _CENSUS = re.compile(
     rb"|\((?:([A-Za-z_][\w.:-]*)[ ,]+)?pid=(\d+)(?:, ip=[\d.:a-f]+)?\) )",
     re.M,
 )
+# torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
+_ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
+_ROOT_CAUSE_RANK = re.compile(rb"\n\s*rank\s*:\s*(\d+)")
+ROOT_CAUSE_WINDOW = (40, 15)  # launcher findings this many lines before / after the summary belong to its rank
 _PREFIX_KINDS = ("rank", "mpi", "tee")  # stream kinds of textnorm._PREFIXES that name a rank
 _NOT_A_WORKER = ("EngineCore",)  # vLLM's engine subprocess: a part of its worker, never a worker of its own
 _MAX_EVIDENCE = 3
@@ -382,6 +386,7 @@ class SourceScan:
     kv_worker: str | None
     ranks: list[str]  # rank / Ray pid ids named by line prefixes (combined logs only)
     problems: list[str]
+    root_causes: list[tuple[int, str]] = field(default_factory=list)  # (line, rank) of launcher failure summaries
     first_time: str | None = None
     last_time: str | None = None
     readable: bool = False
@@ -476,17 +481,26 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
         out.findings.append(f)
     out.markers = list(res.markers)
     if ident.kind == "none" and not jsonl and out.readable:
-        out.ranks = _prefix_census(path, rel)
+        out.ranks, out.root_causes = _prefix_census(path, rel)
     return out
 
 
-def _prefix_census(path: str, rel: str) -> list[str]:
-    """Every rank / Ray pid named by a line prefix of a combined log (one cheap pass over raw bytes)."""
+def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """Every rank / Ray pid named by a line prefix of a combined log, and the rank each launcher failure
+    summary names with its line (one cheap pass over raw bytes)."""
     from sigclass.reader import open_source
 
     seen: dict[str, None] = {}
+    causes: list[tuple[int, str]] = []
+    lines = 0
 
     def take(buf: bytes) -> None:
+        nonlocal lines
+        for m in _ROOT_CAUSE.finditer(buf):
+            r = _ROOT_CAUSE_RANK.search(buf, m.end(), m.end() + 2000)
+            if r:
+                causes.append((lines + buf.count(b"\n", 0, m.start()) + 1, norm_id(r.group(1).decode())))
+        lines += buf.count(b"\n")
         for m in _CENSUS.finditer(buf):
             if m.group(5) is not None:
                 name = (m.group(4) or b"").decode("ascii", "replace")
@@ -501,7 +515,7 @@ def _prefix_census(path: str, rel: str) -> list[str]:
     try:
         stream = open_source(path)
     except (OSError, SigclassError):
-        return []
+        return [], []
     try:
         while True:
             data = stream.read(4 << 20)
@@ -517,7 +531,7 @@ def _prefix_census(path: str, rel: str) -> list[str]:
             take(buf[:cut])
             tail = buf[cut:]
             if len(tail) > 65536:  # a prefix sits at a line's start: the head of a long line is enough
-                take(tail[:256])
+                take(tail[:256] + b"\n")
                 tail, skip = b"", True
     except Exception:  # a truncated or corrupt stream: the scan reports it; keep what was read
         pass
@@ -528,7 +542,7 @@ def _prefix_census(path: str, rel: str) -> list[str]:
             pass
     if tail:
         take(tail)
-    return list(seen)
+    return list(seen), causes
 
 
 def _scan_chunk(cfg: ScanConfig, layout: Layout, items: list[tuple[int, str, str]]) -> list[tuple[int, SourceScan]]:
@@ -686,11 +700,17 @@ def _pieces_of(sc: SourceScan) -> tuple[list[_Piece], list[Finding]]:
                     p.findings.append(ev)
             continue
         if ranked and origin == "file":
-            # unprefixed lines of a combined log: the launcher's own; a shard marker names its rank
+            # unprefixed lines of a combined log: the launcher's own; a shard marker names its rank,
+            # and so does a failure summary (`Root Cause (first observed failure): ... rank : 2`)
+            before, after = ROOT_CAUSE_WINDOW
             for _, _, ev in evs:
                 if isinstance(ev, Marker):
                     if ev.kind != "start" and (ev.unit, ev.unit) in pieces:
                         pieces[(ev.unit, ev.unit)].ends.append(ev)
+                    continue
+                rank = next((r for ln, r in sc.root_causes if ln - before <= ev.line <= ln + after), None)
+                if rank is not None and (rank, rank) in pieces:
+                    pieces[(rank, rank)].findings.append(ev)
                 elif ev.unit:
                     piece(w, norm_id(ev.unit), ev.line).findings.append(ev)
                 else:
@@ -886,6 +906,12 @@ def _cascade(units: list[Unit]) -> list[RootFault]:
                 current = u
     distributed = any(u.distributed for u in units)
     final_roots = list(roots)
+    if distributed and not roots and orphans:
+        # every rank printed a secondary error and none a root: the earliest is the best root there is
+        first = min(orphans, key=lambda x: (x.time is None, x.time or "", _natural(x.unit)))
+        orphans.remove(first)
+        roots.append(first)
+        final_roots.append(first)
     proper = sorted(roots, key=lambda r: (r.time is None, r.time or "", _natural(r.unit)))
     for o in sorted(orphans, key=lambda x: (x.time is None, x.time or "", _natural(x.unit))):
         fam = o.family or ""
