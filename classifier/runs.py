@@ -618,7 +618,7 @@ class _Piece:
     findings: list[Finding] = field(default_factory=list)
     ends: list[Marker] = field(default_factory=list)
     distributed: bool = False
-    fallback: bool = False  # a whole file with nothing in it but lines: a unit only if the run has no other
+    fallback: bool = False  # no unit named it (a whole file, a worker's own log): a unit only if the run has no other
 
 
 def _prefix_kind(stream: str) -> str | None:
@@ -747,14 +747,16 @@ def _pieces_of(sc: SourceScan) -> tuple[list[_Piece], list[Finding]]:
                 mine[-1].findings.extend(pending)
             else:
                 # no unit markers at all: the worker is the unit (a rank of a JSON-lines job), else the file is
+                loose = False
                 if origin == "field" and w is not None:
                     unit, dist = w, True
                 elif file_worker is not None and w == file_worker:
-                    unit, dist = file_worker, False
+                    unit, dist, loose = file_worker, False, True
                 else:
-                    unit, dist = _stem(sc.rel.rsplit("/", 1)[-1]), False
+                    unit, dist, loose = _stem(sc.rel.rsplit("/", 1)[-1]), False, True
                 p = piece(w, unit, pending[0].line, pending[0].time, dist)
                 p.findings.extend(pending)
+                p.fallback = p.fallback or loose
     if not pieces and sc.readable:
         # a readable log with no unit marker, no rank and no finding: one unit, the file (or its worker),
         # unless the run has real units (then it is a side file: a monitor, a launcher, notes)
@@ -864,7 +866,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
                 have.start = p.start
     readable = plan.listable and bool(plan.sources) and any(sc.readable for sc in scans)
     if any(not p.fallback for p in pieces.values()):
-        pieces = {k: p for k, p in pieces.items() if not p.fallback}
+        launcher.extend(_fold_loose(pieces))
     units = [_make_unit(p) for p in pieces.values()]
     roots = _cascade(units)
     systematic = _systematic(roots)
@@ -878,6 +880,46 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     for u in units:
         u.finding = None  # only the cascade needed it; a run travels between processes without it
     return run
+
+
+def _fold_loose(pieces: dict[tuple[str | None, str], _Piece]) -> list[Finding]:
+    """With real units in the run: fold in what no unit named. Returns the findings nothing owns.
+
+    A unit seen without a worker (a driver log's shard markers) joins the one
+    unit of that id seen with a worker. A worker's own log (no unit markers)
+    gives each finding to the unit that worker was running at the time (the
+    first one, for a failure before any unit started). Side files with no
+    finding are dropped.
+    """
+    real = [p for p in pieces.values() if not p.fallback]
+    by_unit: dict[str, list[_Piece]] = {}
+    for p in real:
+        by_unit.setdefault(p.unit, []).append(p)
+    for key, p in list(pieces.items()):
+        if p.fallback or p.worker is not None:
+            continue
+        others = [q for q in by_unit.get(p.unit, []) if q is not p and q.worker is not None]
+        if len(others) == 1:
+            q = others[0]
+            q.findings.extend(p.findings)
+            q.ends.extend(p.ends)
+            if p.start and (q.start is None or p.start < q.start):
+                q.start = p.start
+            del pieces[key]
+    left: list[Finding] = []
+    for key, p in sorted(pieces.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if not p.fallback:
+            continue
+        del pieces[key]
+        mine = sorted((q for q in pieces.values() if not q.fallback and p.worker is not None and q.worker == p.worker),
+                      key=_piece_key)
+        for f in p.findings:
+            if not mine or f.time is None:
+                left.append(f)
+                continue
+            started = [q for q in mine if q.start is not None and q.start <= f.time]
+            (started[-1] if started else mine[0]).findings.append(f)
+    return left
 
 
 def _cascade(units: list[Unit]) -> list[RootFault]:

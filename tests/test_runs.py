@@ -226,6 +226,26 @@ def test_a_failure_marker_without_an_error_is_an_unknown_failure(tmp_path: Path)
     assert table(run)["2"] == ("worker-0", "failed", "unknown", "cascade", "1")
 
 
+def test_a_driver_log_and_a_worker_engine_log_fold_into_the_units(tmp_path: Path):
+    d = tmp_path / "run"
+    (d / "gpu0").mkdir(parents=True)
+    (d / "gpu0" / "shard_1.log").write_text("2026-03-01T10:00:00Z [shard 1] starting\n2026-03-01T10:05:00Z [shard 1] done\n")
+    (d / "gpu0" / "shard_2.log").write_text(
+        "2026-03-01T10:05:30Z [shard 2] starting\n2026-03-01T10:07:00Z ERROR engine gone\n"
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n")
+    # the worker's own engine log: no shard named, the crash happened while shard 2 ran
+    (d / "gpu0" / "engine.log").write_text(
+        "2026-03-01T10:00:00Z INFO engine up\n2026-03-01T10:06:40Z ERROR step failed\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    # a driver log that only marks shards, without workers
+    (d / "driver.log").write_text("2026-03-01T10:07:01Z [shard 2] failed\n2026-03-01T10:05:00Z [shard 1] done\n")
+    run = one(d)
+    assert table(run) == {
+        "1": ("gpu0", "ok", None, None, None),
+        "2": ("gpu0", "failed", "cuda-oom", "root", None),
+    }
+
+
 def test_side_files_do_not_become_units():
     # README.md is not a log; a log with nothing in it beside real units is not a unit either
     run = one(RUNS / "shard-per-file")
