@@ -111,6 +111,17 @@ def test_layout3_torchrun_distributed_cascade_and_a_silent_rank():
     assert run.roots[0].victims == ["0", "1", "3"]
 
 
+@pytest.mark.parametrize("prefix", ["[default{r}]:", "{r}: "])
+def test_layout3_other_rank_prefixes(tmp_path: Path, prefix: str):
+    import re
+
+    d = tmp_path / "job"
+    d.mkdir()
+    text = (RUNS / "torchrun" / "torchrun.out").read_text()
+    (d / "torchrun.out").write_text(re.sub(r"^\[rank(\d+)\]:", lambda m: prefix.format(r=m.group(1)), text, flags=re.M))
+    assert table(one(d)) == table(one(RUNS / "torchrun"))
+
+
 def test_layout3_a_rank_killed_outright_is_named_by_the_launcher_summary():
     # rank 1 printed nothing; torchrun's `Root Cause ... rank : 1 ... exitcode : -11` says what happened to it
     run = one(RUNS / "torchrun-silent-rank")
