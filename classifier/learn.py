@@ -510,6 +510,9 @@ def fit(cfs: Sequence[CorpusFile], params: dict[str, Any] | None = None) -> Pipe
         raise ModelError("the corpus yields fewer than 2 labels; add labelled files (and clean ones) before training")
     pipe = make_pipeline(params)
     pipe.fit(X, y, clf__sample_weight=w)
+    for _, vec in pipe.named_steps["features"].transformer_list:
+        # a cache holding id(stop_words), a memory address: dropping it keeps the pickle byte-reproducible
+        vec.__dict__.pop("_stop_words_id", None)
     return pipe
 
 
