@@ -1,5 +1,7 @@
 """One multi-pattern pass over large blocks of bytes.
 
+Patterns run in multi-line mode: `^` and `$` are the start and end of a line.
+
 The scanner asks one question of every block: which lines match which
 patterns. Engines, fastest first: Hyperscan (block mode, one database),
 RE2 (one alternation per block, then a per-line check), and the pure-Python
@@ -93,7 +95,7 @@ class _SlowPatterns:
         self.items = []
         for pid, src, label in items:
             try:
-                self.items.append((pid, regex.compile(src.encode() if isinstance(src, str) else src), label))
+                self.items.append((pid, regex.compile(src.encode() if isinstance(src, str) else src, regex.MULTILINE), label))
             except regex.error as exc:
                 warnings.warn(f"{label}: pattern does not compile and is skipped: {exc}", stacklevel=2)
         self.disabled: set[int] = set()
@@ -123,7 +125,7 @@ class HyperscanEngine(_Engine):
         import hyperscan
 
         self.has_db = False
-        key = _cache_key("hs", getattr(hyperscan, "__version__", "?"), items)
+        key = _cache_key("hs-m", getattr(hyperscan, "__version__", "?"), items)
         cached = _cache_read(key)
         if cached is not None:
             try:
@@ -143,14 +145,14 @@ class HyperscanEngine(_Engine):
             expr = prefilter_form(src).encode()
             try:
                 db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                db.compile(expressions=[expr], ids=[pid], flags=[0])
+                db.compile(expressions=[expr], ids=[pid], flags=[hyperscan.HS_FLAG_MULTILINE])
                 ok.append((pid, expr))
             except Exception:  # hyperscan.error: unsupported construct
                 slow.append((pid, src, label))
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self.has_db = bool(ok)
         if ok:
-            self.db.compile(expressions=[e for _, e in ok], ids=[i for i, _ in ok], flags=[0] * len(ok))
+            self.db.compile(expressions=[e for _, e in ok], ids=[i for i, _ in ok], flags=[hyperscan.HS_FLAG_MULTILINE] * len(ok))
             try:
                 meta = ",".join(str(pid) for pid, _, _ in slow).encode()
                 _cache_write(key, meta + b"\n" + hyperscan.dumpb(self.db))
@@ -191,14 +193,15 @@ class Re2Engine(_Engine):
         slow: list[tuple[int, str, str]] = []
         opts = re2.Options()
         opts.max_mem = 64 << 20
+        opts.never_nl = False
         for pid, src, label in items:
             try:
-                self.single.append((pid, re2.compile(prefilter_form(src).encode(), opts)))
+                self.single.append((pid, re2.compile(b"(?m)" + prefilter_form(src).encode(), opts)))
             except Exception:
                 slow.append((pid, src, label))
         self.combined = None
         if self.single:
-            alt = b"|".join(b"(?:" + prefilter_form(src).encode() + b")" for pid, src, _ in items if pid in {p for p, _ in self.single})
+            alt = b"(?m)" + b"|".join(b"(?:" + prefilter_form(src).encode() + b")" for pid, src, _ in items if pid in {p for p, _ in self.single})
             self.combined = re2.compile(alt, opts)
         self.slow = _SlowPatterns(slow)
 
