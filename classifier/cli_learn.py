@@ -197,6 +197,8 @@ def suggest(
     typer.echo(f"{'#':>3} {'count':>5} {'runs':>4} {'workers':>7}  template")
     for i, g in enumerate(groups[: max(top, 10)], 1):
         typer.echo(f"{i:3d} {g.count:5d} {len(g.runs):4d} {len(g.workers):7d}  {g.template[:120]}")
+    if not drafts:
+        typer.echo(f"no group has {min_count} or more members; nothing to draft (see --min-count)")
     for d in drafts:
         if d.written:
             typer.echo(f"draft {d.path} ({d.members} members, pattern {d.pattern!r})")

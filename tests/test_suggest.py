@@ -113,3 +113,20 @@ def test_suggest_with_nothing_unknown_says_so(tmp_path: Path):
     log.write_text("INFO fine\n" + OOM)
     r = runner.invoke(app, ["suggest", str(log), "--out", str(tmp_path / "d")])
     assert r.exit_code == 0 and "no unknown failures" in r.output
+
+
+def test_role_and_id_guesses():
+    from sigclass.suggest import draft_id, guess_role
+
+    assert guess_role(["Traceback (most recent call last):", "RuntimeError: worker 3 received SIGTERM, exiting"]) == "secondary"
+    assert guess_role(["ValueError: tokenizer vocab mismatch (32000 != 32001)"]) == "root"
+    taken = {"new-tokenizer-vocab-mismatch"}
+    assert draft_id("ValueError: tokenizer vocab mismatch (32000 != 32001)", taken) == "new-tokenizer-vocab-mismatch-2"
+
+
+def test_a_single_failure_is_not_drafted(tmp_path: Path):
+    log = tmp_path / "one.log"
+    log.write_text("INFO start\n" + _new_error(1))
+    r = runner.invoke(app, ["suggest", str(log), "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0 and "nothing to draft" in r.output
+    assert not (tmp_path / "d").exists()
