@@ -559,8 +559,10 @@ def predictor_from(obj: Any, meta: dict[str, Any], ledger, where: str, rebuild: 
     have = ledger_hash(ledger)
     if warn_ledger and meta.get("ledger_hash") != have and where not in _warned:
         _warned.add(where)
-        warnings.warn(f"{where}: model was trained against ledger {meta.get('ledger_hash')}, this ledger is {have}; "
-                      f"learned findings still apply; refresh it with `{rebuild}`", ModelWarning, stacklevel=3)
+        # attributed to "sigclass" (no source line to quote), so the default display is a single line
+        warnings.warn_explicit(f"{where}: model was trained against ledger {meta.get('ledger_hash')}, this ledger is "
+                               f"{have}; learned findings still apply; refresh it with `{rebuild}`",
+                               ModelWarning, "sigclass", 0)
     return Predictor(obj, meta["threshold"], meta)
 
 
