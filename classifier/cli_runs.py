@@ -17,7 +17,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from sigclass.cli import LedgerOpt, Sigs, app, err, load_ledger_or_exit
-from sigclass.errors import ModelError, SigclassError
+from sigclass.errors import SigclassError
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
 
@@ -75,8 +75,7 @@ def runs(
     layout = rs.Layout(unit_pattern, worker_pattern)
     try:
         layout.compiled()
-        rs.build_scanner(cfg)  # fail here, once, on a bad model or pack
-    except (SigclassError, ModelError) as exc:
+    except SigclassError as exc:
         err(exc)
         raise typer.Exit(2) from None
 

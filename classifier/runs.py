@@ -10,10 +10,13 @@ problems (files that could not be read, and why) and a one-line headline.
 
 The work is split in two:
 
-* `scan_sources` scans every log source of every run in parallel (joblib;
-  any backend, dask included). Each task returns a small `SourceScan`.
+* `scan_source` scans one log source into a small `SourceScan`;
 * `assemble` turns the scans of one run into a `Run`. It is pure and
   deterministic, so the answer is the same for any number of workers.
+
+`iter_runs` runs both in parallel with joblib (any backend, dask included):
+whole runs per task when there are many runs, single files per task when
+there are few, and yields each run as soon as it is known.
 
 Layouts are recognised without configuration (see `identify` and
 `_pieces_of`): one file per shard grouped by worker folders; one file per
@@ -396,7 +399,13 @@ _SCANNERS: dict[ScanConfig, Any] = {}
 
 
 def build_scanner(cfg: ScanConfig):
-    """The scanner for a config, built once per process."""
+    """The scanner for a config, built once per process.
+
+    A model named by the user (or `--signatures learned`) is loaded now, so
+    a bad one stops the batch with its own message. The shipped model that
+    `both` adds is loaded on the first failure block no regex explains: a
+    worker that never meets one never imports scikit-learn.
+    """
     sc = _SCANNERS.get(cfg)
     if sc is not None:
         return sc
@@ -407,18 +416,41 @@ def build_scanner(cfg: ScanConfig):
         warnings.simplefilter("ignore")
         ledger = load_ledger(list(cfg.ledger))
         learned = None
-        if cfg.signatures != "regex" and (cfg.model or cfg.signatures == "learned" or _shipped_model_exists()):
-            from sigclass import learn  # sklearn: only imported when there is a model to load
+        if cfg.model or cfg.signatures == "learned":
+            from sigclass import learn
 
-            try:
-                learned = learn.load_predictor(Path(cfg.model) if cfg.model else None, ledger)
-            except ModelError:
-                if cfg.signatures == "learned" or cfg.model:
-                    raise
-                learned = None
+            learned = learn.load_predictor(Path(cfg.model) if cfg.model else None, ledger)
+        elif cfg.signatures == "both" and _shipped_model_exists():
+            learned = _ShippedPredictor(ledger)
     sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
     _SCANNERS[cfg] = sc
     return sc
+
+
+class _ShippedPredictor:
+    """The shipped model, loaded on its first call; a model that cannot load leaves the regex answer alone."""
+
+    def __init__(self, ledger) -> None:
+        self.ledger = ledger
+        self.model: Callable | None = None
+        self.failed = False
+
+    def __call__(self, bodies: list[str]):
+        if self.model is None:
+            if self.failed:
+                return None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    from sigclass import learn
+
+                    self.model = learn.load_predictor(None, self.ledger)
+            except ModelError:
+                self.model = None
+            if self.model is None:
+                self.failed = True
+                return None
+        return self.model(bodies)
 
 
 def _shipped_model_exists() -> bool:
@@ -888,8 +920,8 @@ def _fold_loose(pieces: dict[tuple[str | None, str], _Piece]) -> list[Finding]:
     A unit seen without a worker (a driver log's shard markers) joins the one
     unit of that id seen with a worker. A worker's own log (no unit markers)
     gives each finding to the unit that worker was running at the time (the
-    first one, for a failure before any unit started). Side files with no
-    finding are dropped.
+    first one for a failure before any unit started, the last one when the
+    failure has no time). Side files with no finding are dropped.
     """
     real = [p for p in pieces.values() if not p.fallback]
     by_unit: dict[str, list[_Piece]] = {}
@@ -914,11 +946,13 @@ def _fold_loose(pieces: dict[tuple[str | None, str], _Piece]) -> list[Finding]:
         mine = sorted((q for q in pieces.values() if not q.fallback and p.worker is not None and q.worker == p.worker),
                       key=_piece_key)
         for f in p.findings:
-            if not mine or f.time is None:
+            if not mine:
                 left.append(f)
-                continue
-            started = [q for q in mine if q.start is not None and q.start <= f.time]
-            (started[-1] if started else mine[0]).findings.append(f)
+            elif f.time is None:
+                mine[-1].findings.append(f)  # no time to place it: the worker's last unit is the one it died in
+            else:
+                started = [q for q in mine if q.start is not None and q.start <= f.time]
+                (started[-1] if started else mine[0]).findings.append(f)
     return left
 
 
