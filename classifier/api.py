@@ -367,10 +367,10 @@ def _engine(ledger: LedgerArg, signatures: str) -> _Engine:
         notes = [f"{p} (this signature file is skipped)" for p in lg.problems]
         learned = None
         if signatures != "regex":
-            from sigclass import learn
+            from sigclass.learned import load_predictor
 
             try:
-                learned = learn.load_predictor(None, lg)
+                learned = load_predictor(None, lg, on_error=notes.append)
             except ModelError as exc:
                 if signatures == "learned":
                     raise

@@ -77,10 +77,14 @@ def build_scanner(ledger, signatures: str = "both", model: Path | None = None, e
 
     learned = None
     if signatures != "regex":
-        from sigclass import learn
+        from sigclass.learned import load_predictor
 
         try:
-            learned = learn.load_predictor(model, ledger)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                learned = load_predictor(model, ledger, on_error=err)
+            for w in caught:
+                err(str(w.message))
         except ModelError as exc:
             if signatures == "learned" or model is not None:
                 raise

@@ -1,0 +1,72 @@
+"""The learned callback as the scanner sees it, without paying for scikit-learn up front.
+
+Importing scikit-learn costs about a second; most logs never need the model
+(every failure matches a regex signature, or there is no failure). So the
+shipped model is verified against its pinned hash at once (cheap), and
+unpickled and imported only when the first block that no regex explains
+arrives. A model named with `--model` is loaded and verified at once, so a
+bad file is refused before the scan starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from sigclass.errors import ModelError
+
+
+class LazyPredictor:
+    """Calls learn.load_predictor on first use; a model that then fails is reported once and skipped."""
+
+    wants_facts = True
+
+    def __init__(self, ledger: Any, on_error: Callable[[str], None] | None = None) -> None:
+        self._ledger = ledger
+        self._predictor: Any = None
+        self._failed = False
+        self._on_error = on_error or (lambda msg: sys.stderr.write(f"sigclass: {msg}\n"))
+
+    def _load(self) -> Any:
+        from sigclass import learn
+
+        return learn.load_predictor(None, self._ledger)
+
+    def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
+        if self._predictor is None:
+            if self._failed:
+                return None
+            try:
+                self._predictor = self._load()
+            except ModelError as exc:
+                self._on_error(f"{exc} (continuing with regex signatures only)")
+                self._predictor = None
+            if self._predictor is None:
+                self._failed = True
+                return None
+        if getattr(self._predictor, "wants_facts", False):
+            return self._predictor(bodies, facts)
+        return self._predictor(bodies)
+
+
+def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str], None] | None = None):
+    """The scanner's learned callback, or None when there is no model at all."""
+    if model is not None:
+        from sigclass import learn
+
+        return learn.load_predictor(model, ledger)
+    from sigclass import artefact
+
+    folder = artefact.shipped_dir()
+    path = folder / artefact.SHIPPED_FILE
+    if not path.exists():
+        return None
+    pin = artefact.pinned_hash(folder)
+    digest = artefact.sha256_file(path)
+    if pin is None or digest != pin:
+        # the full loader words this refusal (with the rebuild command)
+        from sigclass import learn
+
+        return learn.load_predictor(None, ledger)
+    return LazyPredictor(ledger, on_error)
