@@ -335,6 +335,13 @@ def test_missing_or_non_directory_inputs_exit_2_without_a_traceback(tmp_path: Pa
         assert json.loads(res.stdout)["problems"]
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_missing_model_stops_the_batch_with_its_message(tmp_path: Path, jobs: str):
+    res = runner.invoke(app, ["runs", "-j", jobs, "--model", str(tmp_path / "none.joblib"), str(RUNS / "clean")])
+    assert res.exit_code == 2, res.output
+    assert "none.joblib" in res.output and "Traceback" not in res.output
+
+
 def test_bad_options_exit_2_with_one_line(tmp_path: Path):
     res = runner.invoke(app, ["runs", "--unit-pattern", "chunk(", str(RUNS / "clean")])
     assert res.exit_code == 2 and "not a valid regular expression" in res.output and "Traceback" not in res.output
