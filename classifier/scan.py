@@ -39,7 +39,9 @@ _G = 1 << 20
 G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV = range(_G, _G + 7)
 GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
-    G_EXC: r"[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?: ",
+    # an exception name where a message can start: line start, or after a prefix/header (`]`, `:`, `)`, `>`,
+    # a log level), not quoted mid-sentence as in `retrying (ConnectionResetError: ...)`
+    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?: ",
     G_CPP: r"terminate called after throwing an instance of",
     G_FATAL: r"Fatal Python error: ",
     G_ABORT: r"Aborted +\(core dumped\)",
@@ -93,6 +95,7 @@ class _Block:
     time: str | None
     unit: str | None
     lines: list[tuple[int, Line]] = field(default_factory=list)
+    line_pids: list[set[int] | None] = field(default_factory=list)  # the prefilter's pattern ids, per line
     pids: set[int] = field(default_factory=set)
     msg_lines: int = 0
     wall: float = 0.0
@@ -201,9 +204,15 @@ class Scanner:
                           run.lineno, len(data), run.first_time, run.last_time)
 
     # ------------------------------------------------------------------ classification
-    def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None]) -> tuple[Signature, list[str], float] | None:
+    def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],
+                       line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
+        """The best family for a block. With line_pids (the prefilter's ids per line), a family's `any`
+        patterns are confirmed only on the lines the prefilter matched them on."""
         if self.signatures == "learned":
             return None
+        confirm_all = line_pids is None
+        if line_pids is None:
+            line_pids = [None] * len(lines)
         cands = {self.any_family[p] for p in pids if p in self.any_family}
         cands.update(s.id for s in self.multiline_families)
         best = None
@@ -213,7 +222,11 @@ class Scanner:
             sig = self.ledger[fid]
             if not sig.active or sig.min_count > 1:
                 continue
-            ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in sig.any)]
+            if confirm_all:
+                ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in sig.any)]
+            else:
+                ev = [ln for ln, lp in zip(lines, line_pids)
+                      if lp and any(p.index in lp and self.guard.search(p, ln) for p in sig.any)]
             if not ev and sig.multiline:
                 text = text if text is not None else "\n".join(lines)
                 if any(self.guard.search(p, text) for p in sig.multiline):
@@ -256,6 +269,9 @@ class _SourceScan:
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
         self._lo = 0  # where the current span starts: look-backs stop there
+        self._hits: dict[int, set[int]] = {}
+        self._cur: tuple[bytes, int, Line] | None = None
+        self.bytes_seen = 0
         self.counts: dict[tuple[str, str | None], list] = {}
         self.declined: set[tuple[str, str | None]] = set()  # counted evidence the learned model abstained on
         self.last_time: str | None = None
@@ -271,12 +287,16 @@ class _SourceScan:
         hits = self.sc.engine.scan(buf)
         if start or n != len(buf):
             hits = {k: v for k, v in hits.items() if start <= k < n}
+        self._hits = hits
+        if self.first_time is None and self.lineno < 50:
+            self._first_time_from_head(buf, start, n)
+        self.bytes_seen += n - start
         starts = sorted(hits)
         pos = start
         hi = 0
         lineno = self.lineno
         nstarts = len(starts)
-        count = _newlines
+        count = _newlines if self.bytes_seen > (8 << 20) else _bytes_newlines
         while pos < n:
             if not self.open:
                 while hi < nstarts and starts[hi] < pos:
@@ -303,8 +323,7 @@ class _SourceScan:
                 if blk.phase not in ("frames", "chain") and now - blk.wall > LIVE_QUIET:
                     self._close(stream)
             self._release()
-        if not self.open:
-            self._update_time_from_tail(buf, start, n)
+        self._update_time_from_tail(buf, start, n)
 
     def idle(self) -> None:
         """A live pipe went quiet: every open block has ended."""
@@ -323,17 +342,7 @@ class _SourceScan:
         ln = split_line(raw)
         if ln.line_override is not None:
             lineno = ln.line_override
-        t = ln.time_override or parse_time(ln.content, self.year)
-        if t is None and pids:
-            t = self._look_back_time(buf, ls)
-        if t is not None:
-            self.last_time = t
-            if self.first_time is None:
-                self.first_time = t
-            if ln.time_override is None and t[:4] != "1970":
-                y = _year_in(ln.content)
-                if y:
-                    self.year = y
+        self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
         if pids:
             self._side_hits(ln, lineno, pids)
         # expire blocks of other streams that have been quiet for too long
@@ -344,6 +353,7 @@ class _SourceScan:
         if blk is not None:
             if self._continues(blk, ln, pids):
                 blk.lines.append((lineno, ln))
+                blk.line_pids.append(pids)
                 blk.last = lineno
                 blk.wall = self.live_clock()
                 if pids:
@@ -370,7 +380,7 @@ class _SourceScan:
                 kind = ("start" if verb in _START_VERBS else "ok" if verb in _OK_VERBS
                         else "failed" if verb in _FAIL_VERBS else None)
                 if kind:
-                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self.last_time, ln.worker, ln.stream,
+                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self._cur_time(), ln.worker, ln.stream,
                                                ln.body.strip()[:300]))
                     break
         if G_KV in pids:
@@ -398,7 +408,7 @@ class _SourceScan:
             done.end_line = lineno
             return
         seen = self.counts.setdefault(key, [])
-        seen.append((lineno, ln, self.last_time))
+        seen.append((lineno, ln, self._cur_time()))
         if len(seen) < sig.min_count:
             return
         first_line, first_ln, first_time = seen[0]
@@ -440,20 +450,23 @@ class _SourceScan:
         else:
             kind, phase = "line", "msg"
         blk = _Block(ln.stream, ln.worker, kind, phase, header_tag(ln.header), ln.header, lineno, lineno,
-                     self.last_time, ln.unit, [], set(pids), 0, self.live_clock())
+                     self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
         blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
             G_EXC in pids and bool(_EXC_LINE.match(body.lstrip())))
         if kind != "tb":
             # a headless traceback: take the frame lines just above the exception line
-            blk.lines.extend(self._frames_above(buf, ls, ln, lineno))
+            above = self._frames_above(buf, ls, ln, lineno)
+            blk.lines.extend((no, x) for no, x, _ in above)
+            blk.line_pids.extend(lp for _, _, lp in above)
             if blk.lines:
                 blk.start = blk.lines[0][0]
                 blk.shaped = blk.shaped or G_EXC in pids
         blk.lines.append((lineno, ln))
+        blk.line_pids.append(pids)
         self.open[ln.stream] = blk
 
-    def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line]]:
-        out: list[tuple[int, Line]] = []
+    def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
+        out: list[tuple[int, Line, set[int] | None]] = []
         end = ls - 1
         back = 0
         lo = self._lo
@@ -466,11 +479,11 @@ class _SourceScan:
                 continue
             b = prev.body
             if b.startswith((" ", "\t")) and b.strip():
-                out.append((lineno - back, prev))
+                out.append((lineno - back, prev, self._hits.get(start)))
                 end = start - 1
                 continue
             if "Traceback (most recent call last)" in b:
-                out.append((lineno - back, prev))
+                out.append((lineno - back, prev, self._hits.get(start)))
             break
         out.reverse()
         return out
@@ -494,7 +507,7 @@ class _SourceScan:
             return True
         # after the exception line, or in a one-line / C++ block
         if "Traceback (most recent call last)" in body:
-            if blk.kind != "tb" and len(blk.lines) <= 3:
+            if blk.kind != "tb":  # `ERROR ... failed: X` (or kernel assertion lines) then its traceback: one failure
                 blk.kind, blk.phase = "tb", "frames"
                 return True
             if blk.kind == "tb" and blk.phase == "chain_wait":
@@ -544,7 +557,7 @@ class _SourceScan:
                     return d[name]
             return None
 
-        res = self.sc.classify_block(texts, blk.pids, fact)
+        res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
         end_line = blk.lines[-1][0]
         unit = blk.unit
         if res is not None:
@@ -629,6 +642,26 @@ class _SourceScan:
             self.on_finding(f)
 
     # ------------------------------------------------------------------ time
+    def time_of(self, buf: bytes, ls: int, ln: Line) -> str | None:
+        """The line's own timestamp, else the nearest one above it, else the last one seen."""
+        if ln.time_override:
+            return ln.time_override
+        t = parse_time(ln.content, self.year)
+        if t is not None:
+            y = _year_in(ln.content)
+            if y:
+                self.year = y
+        else:
+            t = self._look_back_time(buf, ls)
+        if t is not None:
+            self.last_time = t
+        return t
+
+    def _cur_time(self) -> str | None:
+        assert self._cur is not None
+        buf, ls, ln = self._cur
+        return self.time_of(buf, ls, ln)
+
     def _look_back_time(self, buf: bytes, ls: int) -> str | None:
         end = ls - 1
         lo = self._lo
@@ -636,19 +669,40 @@ class _SourceScan:
             if end <= lo:
                 break
             start = max(buf.rfind(b"\n", lo, end) + 1, lo)
-            t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
+            text = buf[start:end].decode("utf-8", "replace")[:200]
+            t = parse_time(text, self.year)
             if t is not None:
+                y = _year_in(text)
+                if y:
+                    self.year = y
                 return t
             end = start - 1
         return self.last_time
+
+    def _first_time_from_head(self, buf: bytes, lo: int, end: int) -> None:
+        pos = lo
+        for _ in range(50):
+            if pos >= end:
+                return
+            nl = buf.find(b"\n", pos, end)
+            nl = end if nl == -1 else nl
+            ln = split_line(buf[pos:nl].decode("utf-8", "replace")[:300])
+            t = ln.time_override or parse_time(ln.content, self.year)
+            if t is not None:
+                self.year = _year_in(ln.content) or self.year
+                self.first_time = t
+                return
+            pos = nl + 1
 
     def _update_time_from_tail(self, buf: bytes, lo: int, end: int) -> None:
         for _ in range(10):
             if end <= lo:
                 return
             start = max(buf.rfind(b"\n", lo, end - 1) + 1, lo)
-            t = parse_time(buf[start:end].decode("utf-8", "replace")[:200], self.year)
+            text = buf[start:end].decode("utf-8", "replace")[:200]
+            t = parse_time(text, self.year)
             if t is not None:
+                self.year = _year_in(text) or self.year
                 self.last_time = t
                 if self.first_time is None:
                     self.first_time = t
@@ -659,9 +713,14 @@ class _SourceScan:
 _NP = None
 
 
+def _bytes_newlines(buf: bytes, a: int, b: int) -> int:
+    return buf.count(b"\n", a, b)
+
+
 def _newlines(buf: bytes, a: int, b: int) -> int:
-    """Newlines in buf[a:b]; numpy for big spans (5x faster than bytes.count)."""
-    if b - a < (1 << 18):
+    """Newlines in buf[a:b]; numpy (5x faster than bytes.count) for all but tiny spans. Used once a
+    source has passed 8 MB, so that small logs never pay numpy's import."""
+    if b - a < 4096:
         return buf.count(b"\n", a, b)
     global _NP
     if _NP is None:

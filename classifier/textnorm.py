@@ -18,7 +18,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # internal prefix written by the JSON-lines adapter
     ("jsonl", re.compile(r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:")),
-    ("rank", re.compile(r"\[(?:rank|default)(?P<w>\d+)\]:")),
+    ("rank", re.compile(r"\[(?:rank|default)(?P<w>\d+)\]: ?")),
     ("mpi", re.compile(r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:")),
     ("ray", re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)[ ,]+pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
     ("ray", re.compile(r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
