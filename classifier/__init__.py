@@ -4,20 +4,21 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from sigclass.api import (  # noqa: E402
-    Classification,
-    FindingRecord,
-    Gotcha,
-    GotchaSummary,
-    RootFault,
-    RunAnalysis,
-    RunUnit,
-    SystematicFault,
-    analyze_run,
-    classify,
-    explain,
-    list_gotchas,
+_API = (
+    "Classification", "FindingRecord", "Gotcha", "GotchaSummary", "RootFault", "RunAnalysis", "RunUnit",
+    "SystematicFault", "analyze_run", "classify", "explain", "list_gotchas",
 )
+
+
+def __getattr__(name: str):
+    """The Python API, imported on first use so that the command line starts fast."""
+    if name in _API:
+        from sigclass import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'sigclass' has no attribute {name!r}")
+
+
 from sigclass.errors import InputError, ModelError, SigclassError, SignatureError  # noqa: E402
 
 __all__ = [

@@ -13,7 +13,9 @@ Ray pid, ...) so interleaved workers do not cut each other's tracebacks.
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 import time as _time
 import warnings
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from sigclass.reader import IDLE, SourceState, blocks
 from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line, year_of
 
 MATCH_TIMEOUT = 0.25
+_DONE, _FAILED = object(), object()
 GAP_LINES = 40  # a traceback with no line of its own for this many lines is closed
 GAP_AFTER_EXC = 3  # ... and once its exception line was seen, after this many
 MAX_BLOCK_LINES = 400
@@ -173,11 +176,11 @@ class Scanner:
         """Scan one source ('-' is stdin). Raises InputError when it cannot be opened."""
         state = SourceState(display or ("<stdin>" if path == "-" else path))
         run = _SourceScan(self, state, on_finding)
-        for item in blocks(path, state, live=live):
+        for item, hits in self._prefetched(path, state, live):
             if item is IDLE:
                 run.idle()
                 continue
-            run.feed(*item)  # type: ignore[misc]
+            run.feed(*item, hits=hits)  # type: ignore[misc]
         run.finish()
         problems = list(state.problems)
         if state.cut_lines:
@@ -186,6 +189,46 @@ class Scanner:
         self.guard.messages = []
         return ScanResult(state.name, run.findings, run.markers, run.kv, run.facts, problems, run.lineno,
                           state.bytes_read, run.first_time, run.last_time)
+
+    def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, dict | None]]:
+        """Blocks of a source with their prefilter hits. For files, a helper thread reads and runs the
+        prefilter one block ahead (Hyperscan and file reads release the GIL), so matching overlaps the
+        Python work on the block before. A live pipe is read inline, so that quiet spells are seen."""
+        if live or path == "-":
+            for item in blocks(path, state, live=live):
+                yield item, None
+            return
+        q: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def produce() -> None:
+            try:
+                for item in blocks(path, state, live=False):
+                    if stop.is_set():
+                        return
+                    q.put((item, None if item is IDLE else self.engine.scan(item[0])))  # type: ignore[index]
+            except BaseException as exc:  # handed to the consumer, which raises it
+                q.put((_FAILED, exc))
+                return
+            q.put((_DONE, None))
+
+        worker = threading.Thread(target=produce, name="sigclass-prefilter", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item, hits = q.get()
+                if item is _DONE:
+                    return
+                if item is _FAILED:
+                    raise hits  # type: ignore[misc]
+                yield item, hits
+        finally:
+            stop.set()
+            while worker.is_alive():
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    worker.join(0.01)
 
     def scan_text(self, text: str, *, source: str = "<text>") -> ScanResult:
         """Scan an in-memory string."""
@@ -280,11 +323,13 @@ class _SourceScan:
         self.live_clock = _time.monotonic
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, buf: bytes, start: int = 0, end: int | None = None) -> None:
-        """Process the whole lines in buf[start:end] (the rest of buf is not looked at)."""
+    def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None) -> None:
+        """Process the whole lines in buf[start:end] (the rest of buf is not looked at); hits, when
+        given, are the prefilter's answer for the whole of buf."""
         n = len(buf) if end is None else end
         self._lo = start
-        hits = self.sc.engine.scan(buf)
+        if hits is None:
+            hits = self.sc.engine.scan(buf)
         if start or n != len(buf):
             hits = {k: v for k, v in hits.items() if start <= k < n}
         self._hits = hits
