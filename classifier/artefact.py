@@ -247,10 +247,26 @@ def pinned_hash(folder: Path | None = None) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def write_pin(digest: str, folder: Path | None = None) -> Path:
+def write_pin(digest: str, folder: Path | None = None, *, compact_digest: str | None = None) -> Path:
     p = (folder or shipped_dir()) / PIN_FILE
-    p.write_text(json.dumps({"file": SHIPPED_FILE, "sha256": digest}, indent=1) + "\n", encoding="utf-8")
+    rec = {"file": SHIPPED_FILE, "sha256": digest}
+    if compact_digest:
+        from sigclass.compact import COMPACT_FILE
+
+        rec.update({"compact_file": COMPACT_FILE, "compact_sha256": compact_digest})
+    p.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
     return p
+
+
+def pinned_compact_hash(folder: Path | None = None) -> str | None:
+    """The sha256 pinned for the shipped compact model (model.npz), or None."""
+    p = (folder or shipped_dir()) / PIN_FILE
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    v = data.get("compact_sha256") if isinstance(data, dict) else None
+    return v if isinstance(v, str) else None
 
 
 def load_shipped(folder: Path | None = None) -> tuple[Any, dict[str, Any]] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import sys
 from enum import Enum
@@ -72,7 +74,15 @@ def train(
         _fail(exc)
     where = artefact.trust(target, digest)
     if pin:
-        artefact.write_pin(digest)
+        # the scanner reads the compact export (plain arrays, no unpickling); both files are pinned
+        from sigclass import compact
+
+        try:
+            data = compact.export(trained.pipeline, trained.meta, source_sha256=digest)
+            (artefact.shipped_dir() / compact.COMPACT_FILE).write_bytes(data)
+        except (SigclassError, OSError) as exc:
+            _fail(exc)
+        artefact.write_pin(digest, compact_digest=hashlib.sha256(data).hexdigest())
     m = trained.meta
     typer.echo(f"trained on {m['corpus_files']} files, {m['training_blocks']} blocks, {len(m['labels'])} labels "
                f"in {trained.seconds:.1f}s")

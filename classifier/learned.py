@@ -3,8 +3,9 @@
 Importing scikit-learn costs about a second; most logs never need the model
 (every failure matches a regex signature, or there is no failure). So the
 shipped model is verified against its pinned hash at once (cheap), and
-unpickled and imported only when the first block that no regex explains
-arrives. A model named with `--model` is loaded and verified at once, so a
+loaded only when the first block that no regex explains arrives — from the
+compact export (plain numpy arrays: no scikit-learn, nothing unpickled) when
+the package ships one, else from the joblib pipeline. A model named with `--model` is loaded and verified at once, so a
 bad file is refused before the scan starts.
 """
 
@@ -50,6 +51,25 @@ class LazyPredictor:
         return self._predictor(bodies)
 
 
+class LazyCompact(LazyPredictor):
+    """The shipped compact model (plain arrays): checked against its pin and loaded on first use."""
+
+    def __init__(self, path: Path, sha256: str, ledger: Any, on_error: Callable[[str], None] | None) -> None:
+        super().__init__(ledger, on_error)
+        self._path, self._sha = path, sha256
+
+    def _load(self) -> Any:
+        from sigclass.blocktext import ABSTAIN
+        from sigclass.compact import CompactModel, CompactPredictor
+
+        model = CompactModel.load(self._path, sha256=self._sha)
+        missing = sorted(c for c in model.classes if c not in ABSTAIN and c not in self._ledger)
+        if missing:
+            raise ModelError(f"{self._path}: model predicts families this ledger does not define ({', '.join(missing)}); "
+                             "pass the --ledger that defines them or retrain with `sigclass train`")
+        return CompactPredictor(model)
+
+
 def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str], None] | None = None):
     """The scanner's learned callback, or None when there is no model at all."""
     if model is not None:
@@ -59,6 +79,11 @@ def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str],
     from sigclass import artefact
 
     folder = artefact.shipped_dir()
+    compact_pin = artefact.pinned_compact_hash(folder)
+    from sigclass.compact import COMPACT_FILE
+
+    if compact_pin is not None and (folder / COMPACT_FILE).exists():
+        return LazyCompact(folder / COMPACT_FILE, compact_pin, ledger, on_error)
     path = folder / artefact.SHIPPED_FILE
     if not path.exists():
         return None

@@ -1,0 +1,79 @@
+"""The compact model: the pipeline's probabilities from plain arrays, no scikit-learn, nothing unpickled."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sigclass import artefact, compact, learn
+from sigclass.errors import ModelError
+from sigclass.scan import Scanner
+
+from conftest import REPO
+
+SHIPPED = artefact.shipped_dir() / compact.COMPACT_FILE
+
+
+@pytest.fixture(scope="module")
+def corpus_blocks(ledger) -> list[str]:
+    texts: list[str] = []
+
+    def rec(bodies, facts=None):
+        texts.append(learn.block_input(bodies, facts))
+        return None
+
+    rec.wants_facts = True  # type: ignore[attr-defined]
+    sc = Scanner(ledger, signatures="learned", learned=rec)
+    for path, _ in learn.corpus_files([REPO / "corpus"]):
+        sc.scan(str(path))
+    assert len(texts) > 100
+    return texts
+
+
+def test_shipped_compact_is_pinned_and_taken_from_the_shipped_pipeline():
+    pin = artefact.pinned_compact_hash()
+    assert pin == artefact.sha256_file(SHIPPED)
+    model = compact.CompactModel.load(SHIPPED, sha256=pin)
+    assert model.settings["source_sha256"] == artefact.pinned_hash()
+
+
+def test_compact_probabilities_equal_the_pipeline(corpus_blocks):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        obj, meta = artefact.load_shipped()
+    model = compact.CompactModel.load(SHIPPED, sha256=artefact.pinned_compact_hash())
+    assert model.classes == [str(c) for c in obj.classes_]
+    want = obj.predict_proba(corpus_blocks)
+    got = np.array([model.proba(t) for t in corpus_blocks])
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    assert model.threshold == meta["threshold"]
+
+
+def test_a_tampered_or_corrupt_compact_model_is_refused(tmp_path: Path):
+    data = SHIPPED.read_bytes()
+    bad = tmp_path / "model.npz"
+    bad.write_bytes(data[:-100] + b"x" * 100)
+    with pytest.raises(ModelError, match="pinned sha256"):
+        compact.CompactModel.load(bad, sha256=artefact.pinned_compact_hash())
+    with pytest.raises(ModelError, match="corrupt"):
+        compact.CompactModel.load(bad, sha256=None)
+    with pytest.raises(ModelError, match="cannot read"):
+        compact.CompactModel.load(tmp_path / "missing.npz", sha256=None)
+
+
+def test_scan_uses_the_learned_model_without_importing_sklearn():
+    code = (
+        "import sys, sigclass\n"
+        "r = sigclass.classify('Traceback (most recent call last):\\n  File \"x.py\", line 1\\n"
+        "RuntimeError: CUDA ran out of device memory while allocating 2 GiB for the KV buffer\\n')\n"
+        "f = r.findings[0]\n"
+        "print(f.family, f.method, 'sklearn' in sys.modules)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["cuda-oom", "learned", "False"]
