@@ -460,6 +460,14 @@ def test_jsonl_format_one_object_per_run():
     assert objs[0]["roots"][0]["unit"] == "2" and objs[0]["roots"][0]["victims"] == ["0", "1", "3"]
 
 
+def test_out_writes_the_same_text_to_a_file(tmp_path: Path):
+    args = ["runs", "-f", "jsonl", "-j", "1", str(RUNS / "torchrun")]
+    to_stdout = runner.invoke(app, args).stdout
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "runs.jsonl")])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert (tmp_path / "runs.jsonl").read_text() == to_stdout
+
+
 def test_json_format_one_document():
     res = runner.invoke(app, ["runs", "-f", "json", "-j", "1", str(RUNS / "clean")])
     assert res.exit_code == 0, res.output
