@@ -13,6 +13,7 @@ Ray pid, ...) so interleaved workers do not cut each other's tracebacks.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import threading
@@ -26,7 +27,7 @@ import regex
 from sigclass import prefilter
 from sigclass.findings import Finding
 from sigclass.ledger import Ledger, Signature
-from sigclass.reader import IDLE, SourceState, blocks
+from sigclass.reader import BLOCK, IDLE, SourceState, blocks
 from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line, year_of
 
 MATCH_TIMEOUT = 0.25
@@ -193,8 +194,9 @@ class Scanner:
     def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, dict | None]]:
         """Blocks of a source with their prefilter hits. For files, a helper thread reads and runs the
         prefilter one block ahead (Hyperscan and file reads release the GIL), so matching overlaps the
-        Python work on the block before. A live pipe is read inline, so that quiet spells are seen."""
-        if live or path == "-":
+        Python work on the block before. A live pipe is read inline, so that quiet spells are seen, and
+        so is a file of one block, which has nothing to read ahead (a thread would double its cost)."""
+        if live or path == "-" or _one_block(path):
             for item in blocks(path, state, live=live):
                 yield item, None
             return
@@ -777,6 +779,13 @@ def _newlines(buf: bytes, a: int, b: int) -> int:
 
 _YEAR = re.compile(r"(?<!\d)(20\d\d)-\d\d-\d\d")
 _TS_LEAD = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\]?\s*")
+
+
+def _one_block(path: str) -> bool:
+    try:
+        return os.stat(path).st_size <= BLOCK
+    except OSError:
+        return True  # the reader raises the proper error
 
 
 def _year_in(text: str) -> int | None:
