@@ -751,7 +751,7 @@ class Injector:
         pid = r.randint(40000, 60000)
         body, key = _tb(r, "client", ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing "
                                       "this task.",
-                                      f"\tclass_name: RayWorkerWrapper",
+                                      "\tclass_name: RayWorkerWrapper",
                                       f"\tactor_id: {r.getrandbits(96):024x}",
                                       f"\tpid: {pid}",
                                       "The actor is dead because its worker process has died. Worker exit type: "

@@ -16,12 +16,11 @@ training and inference see the same text (see `collect`). sklearn naming
 from __future__ import annotations
 
 import hashlib
-import re
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
@@ -35,7 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sigclass.errors import ModelError
-from sigclass.textnorm import mask, split_line
+from sigclass.textnorm import split_line
 
 from sigclass.blocktext import ABSTAIN, decide  # noqa: E402,F401  (re-exported)
 SEED = 0

@@ -12,9 +12,9 @@ the block, with a time limit, so they cost speed but never correctness.
 
 from __future__ import annotations
 
-import bisect
 import re
 import sys
+from pathlib import Path
 import warnings
 from collections import defaultdict
 from typing import Iterable
@@ -29,9 +29,8 @@ def prefilter_form(src: str) -> str:
     return re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", src)
 
 
-def _cache_dir() -> "Path | None":
+def _cache_dir() -> Path | None:
     import os
-    from pathlib import Path
 
     base = os.environ.get("SIGCLASS_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sigclass")
@@ -276,16 +275,4 @@ def build(items: Iterable[tuple[int, str, str]], engine: str | None = None) -> _
     raise RuntimeError(f"no prefilter engine could be built: {last}")
 
 
-def line_index(buf: bytes, starts: list[int]) -> list[int]:
-    """Line numbers (0-based within buf) of sorted line-start offsets."""
-    out = []
-    prev = 0
-    n = 0
-    for s in starts:
-        n += buf.count(b"\n", prev, s)
-        out.append(n)
-        prev = s
-    return out
-
-
-__all__ = ["build", "available_engines", "prefilter_form", "line_index", "bisect"]
+__all__ = ["build", "available_engines", "prefilter_form"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from sigclass.errors import InputError, ModelError, SigclassError
+from sigclass.errors import InputError, SigclassError
 from sigclass.findings import Finding
 from sigclass.reader import COMPRESSED, LOG_SUFFIXES, is_log_name
 from sigclass.scan import Marker
@@ -401,10 +401,10 @@ _SCANNERS: dict[ScanConfig, Any] = {}
 def build_scanner(cfg: ScanConfig):
     """The scanner for a config, built once per process.
 
-    A model named by the user (or `--signatures learned`) is loaded now, so
-    a bad one stops the batch with its own message. The shipped model that
-    `both` adds is loaded on the first failure block no regex explains: a
-    worker that never meets one never imports scikit-learn.
+    A model named by the user is loaded now, so a bad one stops the batch
+    with its own message. The shipped model is checked against its pin now
+    and loaded on the first failure block no regex explains (see
+    sigclass.learned).
     """
     sc = _SCANNERS.get(cfg)
     if sc is not None:
@@ -416,50 +416,13 @@ def build_scanner(cfg: ScanConfig):
         warnings.simplefilter("ignore")
         ledger = load_ledger(list(cfg.ledger))
         learned = None
-        if cfg.model or cfg.signatures == "learned":
-            from sigclass import learn
+        if cfg.signatures != "regex":
+            from sigclass.learned import load_predictor
 
-            learned = learn.load_predictor(Path(cfg.model) if cfg.model else None, ledger)
-        elif cfg.signatures == "both" and _shipped_model_exists():
-            learned = _ShippedPredictor(ledger)
+            learned = load_predictor(Path(cfg.model) if cfg.model else None, ledger)
     sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
     _SCANNERS[cfg] = sc
     return sc
-
-
-class _ShippedPredictor:
-    """The shipped model, loaded on its first call; a model that cannot load leaves the regex answer alone."""
-
-    def __init__(self, ledger) -> None:
-        self.ledger = ledger
-        self.model: Callable | None = None
-        self.failed = False
-
-    def __call__(self, bodies: list[str]):
-        if self.model is None:
-            if self.failed:
-                return None
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    from sigclass import learn
-
-                    self.model = learn.load_predictor(None, self.ledger)
-            except ModelError:
-                self.model = None
-            if self.model is None:
-                self.failed = True
-                return None
-        return self.model(bodies)
-
-
-def _shipped_model_exists() -> bool:
-    from sigclass import artefact
-
-    try:
-        return (artefact.shipped_dir() / artefact.SHIPPED_FILE).exists()
-    except Exception:
-        return True  # let the loader say what is wrong
 
 
 def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> SourceScan:

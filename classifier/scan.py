@@ -22,13 +22,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-import regex
 
 from sigclass import prefilter
 from sigclass.findings import Finding
 from sigclass.ledger import Ledger, Signature
 from sigclass.reader import BLOCK, IDLE, SourceState, blocks
-from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line, year_of
+from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line
 
 MATCH_TIMEOUT = 0.25
 _DONE, _FAILED = object(), object()
