@@ -103,6 +103,7 @@ class _Block:
     msg_lines: int = 0
     wall: float = 0.0
     shaped: bool = False  # it looks like a failure by its shape alone
+    own_time: bool = True  # its first line carries a timestamp of its own
 
 
 @dataclass
@@ -497,6 +498,7 @@ class _SourceScan:
             kind, phase = "line", "msg"
         blk = _Block(ln.stream, ln.worker, kind, phase, header_tag(ln.header), ln.header, lineno, lineno,
                      self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
+        blk.own_time = bool(ln.time_override) or parse_time(ln.content, self.year) is not None
         blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
             G_EXC in pids and bool(_EXC_LINE.match(body.lstrip())))
         if kind != "tb":
@@ -603,6 +605,13 @@ class _SourceScan:
                     return d[name]
             return None
 
+        if not blk.own_time:
+            # the failure's own first timestamp beats the one inherited from another stream's line above
+            for _, x in blk.lines[:20]:
+                t = parse_time(x.content, self.year)
+                if t is not None:
+                    blk.time = t
+                    break
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
         end_line = blk.lines[-1][0]
         unit = blk.unit
