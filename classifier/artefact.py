@@ -236,15 +236,19 @@ def shipped_dir() -> Path:
     return Path(str(importlib.resources.files("sigclass.data")))
 
 
-def pinned_hash(folder: Path | None = None) -> str | None:
-    """The sha256 pinned for the shipped model, or None when no pin file is there."""
+def _pin_field(key: str, folder: Path | None) -> str | None:
     p = (folder or shipped_dir()) / PIN_FILE
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    v = data.get("sha256") if isinstance(data, dict) else None
+    v = data.get(key) if isinstance(data, dict) else None
     return v if isinstance(v, str) else None
+
+
+def pinned_hash(folder: Path | None = None) -> str | None:
+    """The sha256 pinned for the shipped model, or None when no pin file is there."""
+    return _pin_field("sha256", folder)
 
 
 def write_pin(digest: str, folder: Path | None = None, *, compact_digest: str | None = None) -> Path:
@@ -260,13 +264,7 @@ def write_pin(digest: str, folder: Path | None = None, *, compact_digest: str | 
 
 def pinned_compact_hash(folder: Path | None = None) -> str | None:
     """The sha256 pinned for the shipped compact model (model.npz), or None."""
-    p = (folder or shipped_dir()) / PIN_FILE
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    v = data.get("compact_sha256") if isinstance(data, dict) else None
-    return v if isinstance(v, str) else None
+    return _pin_field("compact_sha256", folder)
 
 
 def load_shipped(folder: Path | None = None) -> tuple[Any, dict[str, Any]] | None:

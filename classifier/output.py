@@ -46,12 +46,15 @@ def finding_text(f: Finding, paint: _Paint) -> str:
     if f.time:
         head.append(f.time)
     out = ["  ".join(head)]
+    if f.role == "secondary" and f.root:
+        # a cascade victim: what it printed and whose victim it is; the advice is the root's
+        out.append(paint(f"  > {f.evidence[-1][:200]}", "2") if f.evidence else "")
+        out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
+        return "\n".join(x for x in out if x)
     if f.family != "unknown":
         out.append(f"  {f.title}")
     for ev in f.evidence[:3]:
         out.append(paint(f"  > {ev[:200]}", "2"))
-    if f.role == "secondary" and f.root:
-        out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
     if f.mitigation:
         out.append(f"  do: {f.mitigation}")
     if f.probes:

@@ -25,6 +25,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tee", re.compile(r"(?P<w>\d{1,4}): ")),
 )
 
+_RAY_NAME = re.compile(r"Ray|Actor|raylet|Trainable|Worker", re.I)
+
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
     ("vllm", re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
@@ -92,8 +94,10 @@ def split_line(raw: str) -> Line:
                 # a prefix inside a JSON record's message: a sub-stream of the record's worker
                 stream = f"{stream}|{m.groupdict().get('name') or k}:{m['w']}"
             elif k == "ray" and m.groupdict().get("name"):
+                # a Ray actor's pid names a worker; a helper process of one worker (vLLM's EngineCore,
+                # a DataLoader) is only a stream of its own
                 stream = f"{m['name']}:{m['w']}"
-                worker = m["w"]
+                worker = m["w"] if _RAY_NAME.search(m["name"]) else None
             else:
                 stream = f"{k}:{m['w']}"
                 worker = m["w"]

@@ -43,3 +43,26 @@ def sigclass_exe() -> list[str]:
     """The installed console script (falls back to `python -m sigclass`)."""
     exe = shutil.which("sigclass")
     return [exe] if exe else [sys.executable, "-m", "sigclass"]
+
+
+OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/train.py", line 42, in <module>\n'
+    "    loss = model(batch)\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n"
+)
+
+
+def make_two_worker_run(run: Path) -> Path:
+    """A two-worker run: worker_0 hits a CUDA OOM on shard 0 and loses shard 1 with it; worker_1 is fine."""
+    (run / "worker_0").mkdir(parents=True)
+    (run / "worker_1").mkdir()
+    (run / "worker_0" / "shard_0.log").write_text(
+        "2026-03-01 12:00:00,000 INFO shard 0 starting\n" + OOM + "2026-03-01 12:00:05,000 INFO shard 0 failed\n")
+    (run / "worker_0" / "shard_1.log").write_text(
+        "2026-03-01 12:01:00,000 INFO shard 1 starting\n"
+        "2026-03-01 12:01:01,000 ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+        "See stack trace (above) for the root cause.\n")
+    (run / "worker_1" / "shard_2.log").write_text(
+        "2026-03-01 12:00:00,000 INFO shard 2 starting\n2026-03-01 12:30:00,000 INFO shard 2 done\n")
+    return run

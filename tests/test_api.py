@@ -16,16 +16,10 @@ from sigclass.errors import InputError, SignatureError
 from sigclass.families import CONTRACT_IDS
 from sigclass.findings import FINDING_KEYS
 
-from conftest import SAMPLE_RUNS
+from conftest import OOM, SAMPLE_RUNS, make_two_worker_run
 
 runner = CliRunner()
 
-OOM = (
-    "Traceback (most recent call last):\n"
-    '  File "/app/train.py", line 42, in <module>\n'
-    "    loss = model(batch)\n"
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n"
-)
 CASCADE = (
     "2026-03-01 12:00:00,000 INFO step 10\n" + OOM +
     "2026-03-01 12:10:00,000 ERROR [rank0]:[E301 12:10:00.000000000 ProcessGroupNCCL.cpp:616] Watchdog caught "
@@ -50,18 +44,7 @@ def roundtrip_json(d: dict) -> dict:
 @pytest.fixture()
 def run_dir(tmp_path: Path) -> Path:
     """A two-worker run: worker_0 hits a CUDA OOM on shard 0 and loses shard 1 with it; worker_1 is fine."""
-    run = tmp_path / "run-a"
-    (run / "worker_0").mkdir(parents=True)
-    (run / "worker_1").mkdir()
-    (run / "worker_0" / "shard_0.log").write_text(
-        "2026-03-01 12:00:00,000 INFO shard 0 starting\n" + OOM + "2026-03-01 12:00:05,000 INFO shard 0 failed\n")
-    (run / "worker_0" / "shard_1.log").write_text(
-        "2026-03-01 12:01:00,000 INFO shard 1 starting\n"
-        "2026-03-01 12:01:01,000 ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
-        "See stack trace (above) for the root cause.\n")
-    (run / "worker_1" / "shard_2.log").write_text(
-        "2026-03-01 12:00:00,000 INFO shard 2 starting\n2026-03-01 12:30:00,000 INFO shard 2 done\n")
-    return run
+    return make_two_worker_run(tmp_path / "run-a")
 
 
 # --------------------------------------------------------------------------- package surface

@@ -20,6 +20,8 @@ from sigclass import schemas
 from sigclass.cli import app
 from sigclass.errors import InputError
 from sigclass.families import CONTRACT_IDS
+
+from conftest import OOM, make_two_worker_run
 from sigclass.mcp_server import Config, PathRefused, Tools, parse_size
 
 pytest.importorskip("mcp")
@@ -31,12 +33,6 @@ OUTPUT_SCHEMAS = {"classify_log": "classification", "analyze_run": "run", "expla
                   "list_gotchas": "gotcha-list"}
 LIMIT = 4096  # --max-bytes and --max-text-bytes of the server under test
 
-OOM = (
-    "Traceback (most recent call last):\n"
-    '  File "/app/train.py", line 42, in <module>\n'
-    "    loss = model(batch)\n"
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n"
-)
 FINDING_FIELDS = ("family", "role", "confidence", "evidence", "fingerprint", "mitigation", "probes", "caveats")
 
 
@@ -51,16 +47,7 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     log = root / "logs" / "train.log"
     log.write_text("INFO start\n" + OOM)
     run = root / "runs" / "sweep-7"
-    (run / "worker_0").mkdir(parents=True)
-    (run / "worker_1").mkdir()
-    (run / "worker_0" / "shard_0.log").write_text(
-        "2026-03-01 12:00:00,000 INFO shard 0 starting\n" + OOM + "2026-03-01 12:00:05,000 INFO shard 0 failed\n")
-    (run / "worker_0" / "shard_1.log").write_text(
-        "2026-03-01 12:01:00,000 INFO shard 1 starting\n"
-        "2026-03-01 12:01:01,000 ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
-        "See stack trace (above) for the root cause.\n")
-    (run / "worker_1" / "shard_2.log").write_text(
-        "2026-03-01 12:00:00,000 INFO shard 2 starting\n2026-03-01 12:30:00,000 INFO shard 2 done\n")
+    make_two_worker_run(run)
     secret = outside / "secret.log"
     secret.write_text("INFO private\n" + OOM)
     (root / "escape.log").symlink_to(secret)  # a file link out of the root
