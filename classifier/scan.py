@@ -555,6 +555,10 @@ class _SourceScan:
             return True
         # after the exception line, or in a one-line / C++ block
         if "Traceback (most recent call last)" in body:
+            if blk.kind == "tb" and body.lstrip().startswith("Original Traceback"):
+                # torch re-raises a DataLoader worker's exception with the worker's traceback in its message
+                blk.phase = "frames"
+                return True
             if blk.kind != "tb":  # `ERROR ... failed: X` (or kernel assertion lines) then its traceback: one failure
                 blk.kind, blk.phase = "tb", "frames"
                 return True
