@@ -767,6 +767,12 @@ def _natural(unit: str) -> tuple:
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'])\.\s+(?=[A-Z(])")
 
 
+def _gist(text: str, limit: int = 110) -> str:
+    """The leading clause of a probe (up to its first `;` or sentence end), for one-line summaries."""
+    s = _first_sentence(text, limit).split(";")[0].rstrip(" .")
+    return s
+
+
 def _first_sentence(text: str, limit: int = 240) -> str:
     """The first sentence of a ledger text, cut at a word boundary when it is very long."""
     text = " ".join(text.split())
@@ -1273,7 +1279,7 @@ def render_run(run: Run) -> Iterator[str]:
             if r.mitigation:
                 yield f"{pad}do: {_first_sentence(r.mitigation)}"
             if r.probes:
-                yield f"{pad}first check: {_first_sentence(r.probes[0])}"
+                yield f"{pad}first check: " + "; ".join(_gist(x) for x in r.probes[:2])
             for note in r.notes:
                 yield f"{pad}note: {note}"
             if r.family == "unknown" and r.evidence:

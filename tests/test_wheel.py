@@ -42,7 +42,8 @@ def test_installed_wheel_runs_outside_the_repo(wheel: Path, tmp_path: Path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+    # --ignore-installed: the same version may already be installed in the system site-packages this venv sees
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--ignore-installed", "-q", str(wheel)],
                    check=True, capture_output=True, timeout=600)
     log = tmp_path / "x.log"
     log.write_text(OOM)
