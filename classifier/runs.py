@@ -769,8 +769,24 @@ _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'])\.\s+(?=[A-Z(])")
 
 def _gist(text: str, limit: int = 110) -> str:
     """The leading clause of a probe (up to its first `;` or sentence end), for one-line summaries."""
-    s = _first_sentence(text, limit).split(";")[0].rstrip(" .")
-    return s
+    s = _first_sentence(text, 10 * limit)
+    depth, quoted = 0, False
+    for i, ch in enumerate(s):  # the first `;` outside quotes and brackets ends the clause
+        if ch in "\"`":
+            quoted = not quoted
+        elif not quoted and ch in "([{":
+            depth += 1
+        elif not quoted and ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == ";" and not quoted and depth == 0:
+            s = s[:i]
+            break
+    paren = s.find(" (")
+    if paren >= 40:  # drop a parenthesised aside: `... enforce_eager=True (LLM(..., ...) or --flags), then ...`
+        s = s[:paren]
+    if len(s) > limit:
+        s = s[: limit - 1].rsplit(" ", 1)[0] + " …"
+    return s.rstrip(" .,")
 
 
 def _first_sentence(text: str, limit: int = 240) -> str:
@@ -1277,7 +1293,7 @@ def render_run(run: Run) -> Iterator[str]:
         if r.family not in told:
             told.add(r.family)
             if r.mitigation:
-                yield f"{pad}do: {_first_sentence(r.mitigation)}"
+                yield f"{pad}do: {_gist(r.mitigation, 180)}"
             if r.probes:
                 yield f"{pad}first check: " + "; ".join(_gist(x) for x in r.probes[:2])
             for note in r.notes:
