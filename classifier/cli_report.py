@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli import LedgerOpt, Sigs, app, err, load_ledger_or_exit
+from sigclass.cli import LedgerOpt, Sigs, app, err
 from sigclass.errors import ModelError, SigclassError
 
 
@@ -43,12 +43,9 @@ def report(
     from sigclass import report as rp
     from sigclass import runs as rs
 
-    if jobs == 0:
-        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
-        raise typer.Exit(2)
-    lg, bad_ledger = load_ledger_or_exit(ledger)
-    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    cfg = rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    from sigclass.cli_runs import scan_config
+
+    lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     try:
         batch = rs.analyse(dirs, cfg=cfg, layout=rs.Layout(unit_pattern, worker_pattern), n_jobs=jobs,
                            small_in_process=jobs == -1)

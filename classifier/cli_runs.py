@@ -30,6 +30,18 @@ class RunsFmt(str, Enum):
     parquet = "parquet"
 
 
+def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
+    """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
+    from sigclass import runs as rs
+
+    if jobs == 0:
+        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
+        raise typer.Exit(2)
+    lg, bad_ledger = load_ledger_or_exit(ledger)
+    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
+    return lg, bad_ledger, rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+
+
 def _progress(total: int):
     """A rich progress bar on stderr for long batches on a terminal; else nothing."""
     if total < PROGRESS_MIN_SOURCES or not sys.stderr.isatty():
@@ -66,12 +78,7 @@ def runs(
     if fmt_v == "parquet" and out is None:
         err("--format parquet writes a file; add --out FILE")
         raise typer.Exit(2)
-    if jobs == 0:
-        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
-        raise typer.Exit(2)
-    _, bad_ledger = load_ledger_or_exit(ledger)
-    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    cfg = rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    _, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     layout = rs.Layout(unit_pattern, worker_pattern)
     try:
         layout.compiled()
