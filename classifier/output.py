@@ -58,7 +58,8 @@ def finding_text(f: Finding, paint: _Paint) -> str:
     if f.mitigation:
         out.append(f"  do: {f.mitigation}")
     if f.probes:
-        out.append("  first check: " + "; ".join(f.probes))
+        out.append("  first check:")
+        out.extend(f"    - {x}" for x in f.probes)
     for c in f.caveats:
         out.append(paint(f"  caveat: {c}", "35"))
     for s in f.superseded_by:
