@@ -54,7 +54,8 @@ GENERIC = {
 BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
 
 _EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error)(?:\[[^\]]*\])?(?::|$)")
-_CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception)")
+_CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception"
+                    r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn
 _CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 _MARKER = re.compile(
     r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?:status=)?(?P<verb>[A-Za-z]+)"

@@ -20,12 +20,15 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("jsonl", re.compile(r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:")),
     ("rank", re.compile(r"\[(?:rank|default)(?P<w>\d+)\]: ?")),
     ("mpi", re.compile(r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:")),
-    ("ray", re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)[ ,]+pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
+    # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
+    # `(VllmWorker rank=2 pid=5640)`
+    ("ray", re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)(?:[ ,]+[A-Za-z_]\w*=[\w.:-]+(?<!pid=\d))*?[ ,]+pid=(?P<w>\d+)"
+                       r"(?:, ip=[\d.:a-f]+)?\) ")),
     ("ray", re.compile(r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
     ("tee", re.compile(r"(?P<w>\d{1,4}): ")),
 )
 
-_RAY_NAME = re.compile(r"Ray|Actor|raylet|Trainable|Worker", re.I)
+_RAY_NAME = re.compile(r"Ray|Actor|raylet|Trainable", re.I)
 
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
