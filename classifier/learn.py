@@ -468,10 +468,6 @@ class Predictor:
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
         return decide(self.pipeline.predict_proba([block_input(bodies, facts)])[0], self.classes, self.threshold)
 
-    def predict_many(self, blocks: Sequence[str]) -> list[tuple[str, float] | None]:
-        if not blocks:
-            return []
-        return [decide(r, self.classes, self.threshold) for r in self.pipeline.predict_proba(list(blocks))]
 
 
 class ModelWarning(UserWarning):

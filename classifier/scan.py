@@ -20,7 +20,7 @@ import threading
 import time as _time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 
 from sigclass import prefilter
@@ -165,7 +165,6 @@ class Scanner:
             for p in sig.facts:
                 self.fact_pat[p.index] = p
                 items.append((p.index, p.source, f"{p.location} ({sig.id} fact {p.fact})"))
-        self.pattern_by_index = {p.index: p for s in ledger for p in (*s.any, *s.facts)}
         for gid, src in GENERIC.items():
             items.append((gid, src, f"built-in trigger {gid - _G}"))
         self.engine = prefilter.build(items, engine)
@@ -459,7 +458,7 @@ class _SourceScan:
         seen.append((lineno, ln, self._cur_time()))
         if len(seen) < sig.min_count:
             return
-        first_line, first_ln, first_time = seen[0]
+        first_line, _, first_time = seen[0]
         ev = [x.content for _, x, _ in seen[:3]]
         method, conf = "regex", 1.0
         if learned_mode:
@@ -822,8 +821,3 @@ def _exception_lines(bodies: list[str]) -> list[str]:
     if not out:
         out = [b.strip()[:500] for b in bodies if b.strip()][-2:]
     return out[-4:]
-
-
-def scan_paths(scanner: Scanner, paths: Iterable[str], on_finding=None) -> Iterator[ScanResult]:
-    for p in paths:
-        yield scanner.scan(p, on_finding=on_finding)

@@ -147,10 +147,6 @@ def parse_time(text: str, year: int | None = None) -> str | None:
     return None
 
 
-def year_of(iso: str | None) -> int | None:
-    return int(iso[:4]) if iso else None
-
-
 # --------------------------------------------------------------------------- masking
 
 # Ordered masking rules, Drain3 style: (regex, mask). Earlier rules win.
