@@ -41,6 +41,7 @@ TRUST_ENV = "SIGCLASS_DATA_DIR"
 TRUST_FILE = "trusted-models.json"
 PIN_FILE = "model-pin.json"
 SHIPPED_FILE = "model.joblib"
+COMPACT_FILE = "model.npz"  # the shipped model's compact export (sigclass.compact), read by the scanner
 SHIPPED_REBUILD = "sigclass train --out classifier/data/model.joblib --pin"
 
 _REQUIRED = ("format", "sklearn", "sigclass", "corpus_hash", "ledger_hash", "labels", "threshold",
@@ -255,8 +256,6 @@ def write_pin(digest: str, folder: Path | None = None, *, compact_digest: str | 
     p = (folder or shipped_dir()) / PIN_FILE
     rec = {"file": SHIPPED_FILE, "sha256": digest}
     if compact_digest:
-        from sigclass.compact import COMPACT_FILE
-
         rec.update({"compact_file": COMPACT_FILE, "compact_sha256": compact_digest})
     p.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
     return p

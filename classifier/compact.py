@@ -26,7 +26,7 @@ from sigclass.blocktext import block_input, decide, normalise_block
 from sigclass.errors import ModelError
 
 FORMAT = "sigclass-compact-1"
-COMPACT_FILE = "model.npz"
+from sigclass.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
 
 
 # --------------------------------------------------------------------------- export (needs scikit-learn)

@@ -80,10 +80,8 @@ def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str],
 
     folder = artefact.shipped_dir()
     compact_pin = artefact.pinned_compact_hash(folder)
-    from sigclass.compact import COMPACT_FILE
-
-    if compact_pin is not None and (folder / COMPACT_FILE).exists():
-        return LazyCompact(folder / COMPACT_FILE, compact_pin, ledger, on_error)
+    if compact_pin is not None and (folder / artefact.COMPACT_FILE).exists():
+        return LazyCompact(folder / artefact.COMPACT_FILE, compact_pin, ledger, on_error)
     path = folder / artefact.SHIPPED_FILE
     if not path.exists():
         return None

@@ -8,6 +8,7 @@ every error reads ``file:line: what is wrong``. See docs/ledger.md.
 from __future__ import annotations
 
 import hashlib
+import os
 import importlib.resources
 import warnings
 from dataclasses import dataclass, field
@@ -85,17 +86,78 @@ def _load_yaml(text: str, name: str) -> tuple[Any, dict[tuple, int]]:
 
 # --------------------------------------------------------------------------- model
 
-@dataclass(frozen=True)
 class Pattern:
-    """One compiled regex of a signature, with where it came from."""
+    """One regex of a signature, with where it came from. Compiled on first use: every pattern is
+    validated at load (or was, by this regex version, on an earlier load: see `_Validated`)."""
 
-    index: int  # global index across the ledger (prefilter id)
-    family: str
-    kind: str  # any | all | none | multiline | fact
-    source: str  # the regex text
-    compiled: Any
-    location: str  # file:line
-    fact: str | None = None
+    __slots__ = ("index", "family", "kind", "source", "location", "fact", "_rx")
+
+    def __init__(self, index: int, family: str, kind: str, source: str, compiled: Any, location: str,
+                 fact: str | None = None) -> None:
+        self.index = index  # global index across the ledger (prefilter id)
+        self.family = family
+        self.kind = kind  # any | all | none | multiline | fact
+        self.source = source  # the regex text
+        self.location = location  # file:line
+        self.fact = fact
+        self._rx = compiled
+
+    @property
+    def compiled(self) -> Any:
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = regex.compile(self.source, regex.V0)
+        return rx
+
+    def renumbered(self, index: int) -> "Pattern":
+        return Pattern(index, self.family, self.kind, self.source, self._rx, self.location, self.fact)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.index}, {self.family!r}, {self.kind!r}, {self.source!r})"
+
+
+class _Validated:
+    """Pattern texts this regex version has already compiled and checked (a cache file of their hashes),
+    so that loading a known pack skips ~300 compiles; a new or edited pattern is compiled at load."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.new: set[str] = set()
+        self.path = None
+        try:
+            from sigclass.prefilter import _cache_dir
+
+            d = _cache_dir()
+            if d is not None:
+                self.path = d / f"validated-regex-{regex.__version__}.txt"
+                self.known = set(self.path.read_text(encoding="ascii").split())
+        except (OSError, UnicodeDecodeError, AttributeError):
+            self.known = set()
+
+    @staticmethod
+    def key(src: str) -> str:
+        return hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+    def save(self) -> None:
+        if not self.new or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text("\n".join(sorted(self.known | self.new)) + "\n", encoding="ascii")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+_VALIDATED: _Validated | None = None
+
+
+def _validated() -> _Validated:
+    global _VALIDATED
+    if _VALIDATED is None:
+        _VALIDATED = _Validated()
+    return _VALIDATED
 
 
 @dataclass(frozen=True)
@@ -186,7 +248,16 @@ def _str_list(value: Any, where: str, errs: _Collector, what: str) -> list[str]:
     return list(value)
 
 
-def _compile(src: str, where: str, errs: _Collector) -> Any:
+_OK = object()  # a pattern validated on an earlier load: compiled on first use
+
+
+def _compile(src: str, where: str, errs: _Collector, *, fact: str | None = None) -> Any:
+    """Validate a pattern: it compiles, does not match the empty string, and a fact pattern has its named
+    group. Returns the compiled regex, _OK for a pattern known valid from an earlier load, or None."""
+    cache = _validated()
+    key = cache.key(src)
+    if key in cache.known:
+        return _OK
     try:
         rx = regex.compile(src, regex.V0)
     except regex.error as exc:
@@ -198,6 +269,10 @@ def _compile(src: str, where: str, errs: _Collector) -> Any:
             return None
     except TimeoutError:
         pass
+    if fact is not None and fact not in rx.groupindex:
+        errs.add(where, f"fact pattern needs a named group (?P<{fact}>...)")
+        return None
+    cache.new.add(key)
     return rx
 
 
@@ -260,7 +335,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         for i, src in enumerate(_str_list(match.get(kind), at("match", kind), errs, f"match.{kind}")):
             rx = _compile(src, at("match", kind, i), errs)
             if rx is not None:
-                pats[kind].append(Pattern(idx, sid, kind, src, rx, at("match", kind, i)))
+                pats[kind].append(Pattern(idx, sid, kind, src, None if rx is _OK else rx, at("match", kind, i)))
                 idx += 1
     if not pats["any"] and not pats["multiline"]:
         errs.add(at("match"), "match.any needs at least one pattern")
@@ -270,13 +345,11 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         if not isinstance(fact, dict) or not isinstance(fact.get("name"), str) or not isinstance(fact.get("pattern"), str):
             errs.add(at("facts", i), "a fact needs a name and a pattern")
             continue
-        rx = _compile(fact["pattern"], at("facts", i, "pattern"), errs)
+        rx = _compile(fact["pattern"], at("facts", i, "pattern"), errs, fact=fact["name"])
         if rx is None:
             continue
-        if fact["name"] not in rx.groupindex:
-            errs.add(at("facts", i, "pattern"), f"fact pattern needs a named group (?P<{fact['name']}>...)")
-            continue
-        facts.append(Pattern(idx, sid, "fact", fact["pattern"], rx, at("facts", i), fact=fact["name"]))
+        facts.append(Pattern(idx, sid, "fact", fact["pattern"], None if rx is _OK else rx, at("facts", i),
+                             fact=fact["name"]))
         idx += 1
 
     conds = data.get("conditions") or {}
@@ -435,10 +508,11 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
         for kind in ("any", "all", "none", "multiline", "facts"):
             pats = []
             for p in getattr(sig, kind):
-                pats.append(Pattern(idx, p.family, p.kind, p.source, p.compiled, p.location, p.fact))
+                pats.append(p.renumbered(idx))
                 idx += 1
             fields[kind] = tuple(pats)
         renumbered.append(_replace(sig, **fields))
+    _validated().save()
     return Ledger(renumbered, problems)
 
 

@@ -22,6 +22,7 @@ from typing import Iterable
 import regex
 
 MATCH_TIMEOUT = 0.5
+CACHE_KEEP = 16  # compiled databases kept in the cache folder
 
 
 def prefilter_form(src: str) -> str:
@@ -72,6 +73,11 @@ def _cache_write(key: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, d / key)
+        # keep the newest few databases (one per ledger variant in use)
+        kind = key.split("-")[0]
+        old = sorted(d.glob(f"{kind}-*.db"), key=lambda p: p.stat().st_mtime, reverse=True)[CACHE_KEEP:]
+        for p in old:
+            p.unlink(missing_ok=True)
     except OSError:
         pass
 

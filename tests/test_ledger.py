@@ -137,3 +137,23 @@ def test_vllm_entries_carry_their_knowledge(ledger):
     assert "lru_cache" in tok.mitigation or any("lru_cache" in p for p in tok.probes)
     orphan = ledger["vllm-orphan-gpu-memory"]
     assert "pid" in orphan.mitigation.lower()
+
+
+def test_known_patterns_skip_compilation_but_still_match(tmp_path: Path, monkeypatch):
+    from sigclass import ledger as ledger_mod
+
+    monkeypatch.setenv("SIGCLASS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ledger_mod, "_VALIDATED", None)
+    (tmp_path / "demo-family.yaml").write_text(GOOD, encoding="utf-8")
+    first = load_ledger([tmp_path], shipped=False)
+    assert first["demo-family"].any[0]._rx is not None  # new pattern: compiled and checked at load
+    monkeypatch.setattr(ledger_mod, "_VALIDATED", None)  # a later process reads the cache file
+    again = load_ledger([tmp_path], shipped=False)
+    pat = again["demo-family"].any[0]
+    assert pat._rx is None  # known valid: compiled on first use
+    assert pat.compiled.search("x DemoError: something broke")
+    # an edited pattern is not known: it is checked at load again
+    (tmp_path / "demo-family.yaml").write_text(GOOD.replace("'DemoError: something broke'", "'(?:x)?'"))
+    monkeypatch.setattr(ledger_mod, "_VALIDATED", None)
+    with pytest.raises(SignatureError, match="empty string"):
+        load_ledger([tmp_path], shipped=False, strict=True)
