@@ -137,6 +137,7 @@ class Gotcha:
     priority: int
     match: Mapping[str, tuple[str, ...]]
     min_count: int
+    pattern_min_count: Mapping[str, int]  # `any` patterns that count lines: pattern -> lines needed
     facts: tuple[Mapping[str, str], ...]
     conditions: Mapping[str, Mapping[str, str]]
     mitigation: str
@@ -152,6 +153,7 @@ class Gotcha:
         return cls(
             id=d["id"], title=d["title"], role=d["role"], status=d["status"], priority=int(d["priority"]),
             match={k: tuple(v) for k, v in d["match"].items()}, min_count=int(d["min_count"]),
+            pattern_min_count={str(k): int(v) for k, v in d.get("pattern_min_count", {}).items()},
             facts=tuple(dict(x) for x in d["facts"]),
             conditions={k: dict(v) for k, v in d["conditions"].items()}, mitigation=d["mitigation"],
             probes=tuple(d["probes"]), caveats=tuple(d["caveats"]),
@@ -164,7 +166,8 @@ class Gotcha:
         return {
             "id": self.id, "title": self.title, "role": self.role, "status": self.status,
             "priority": self.priority, "match": {k: list(v) for k, v in self.match.items()},
-            "min_count": self.min_count, "facts": [dict(x) for x in self.facts],
+            "min_count": self.min_count, "pattern_min_count": dict(self.pattern_min_count),
+            "facts": [dict(x) for x in self.facts],
             "conditions": {k: dict(v) for k, v in self.conditions.items()}, "mitigation": self.mitigation,
             "probes": list(self.probes), "caveats": list(self.caveats),
             "supersedes": [dict(s) for s in self.supersedes], "superseded_by": [dict(s) for s in self.superseded_by],

@@ -67,6 +67,7 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
         "format": FORMAT,
         "classes": [str(c) for c in clf.classes_],
         "threshold": float(meta["threshold"]),
+        "threshold_both": meta.get("threshold_both"),
         "calibration": kind,
         "text": {"max_lines": text.max_lines, "repeat_exceptions": text.repeat_exceptions, "facts": text.facts},
         "word": {"token_pattern": word.token_pattern, "lowercase": word.lowercase, "ngram_range": list(word.ngram_range),
@@ -211,8 +212,15 @@ class CompactPredictor:
 
     wants_facts = True
 
-    def __init__(self, model: CompactModel) -> None:
+    def __init__(self, model: CompactModel, signatures: str = "learned") -> None:
         self.model = model
+        self.threshold = model.threshold
+        self.set_mode(signatures)
+
+    def set_mode(self, signatures: str) -> None:
+        """`both`: the model sees only what no regex explains; use the threshold chosen for that."""
+        both = self.model.settings.get("threshold_both")
+        self.threshold = float(both) if signatures == "both" and both is not None else self.model.threshold
 
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
-        return decide(self.model.proba(block_input(bodies, facts)), self.model.classes, self.model.threshold)
+        return decide(self.model.proba(block_input(bodies, facts)), self.model.classes, self.threshold)

@@ -386,8 +386,7 @@ def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: 
         got = [first_root([decide(r, classes, t) for r in proba]) for proba in oof]
         curve[t] = file_scores([cf.label for cf in cfs], got)["macro_f1"]
     best = max(curve.values())
-    near = [t for t, s in curve.items() if s >= best - 0.005]
-    return near[len(near) // 2], curve
+    return min(t for t, s in curve.items() if s >= best - 0.005), curve
 
 
 # =========================================================================== training
@@ -398,6 +397,7 @@ class CVResult:
     curve: dict[float, float]
     scores: dict[str, Any]
     folds: int
+    threshold_both: float | None = None  # for `--signatures both`: the model sees only blocks no regex explains
 
 
 def _folds(cfs: Sequence[CorpusFile], n_splits: int, seed: int = SEED):
@@ -437,7 +437,25 @@ def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5,
         curve = {}
     got = [first_root([decide(r, all_labels, threshold) for r in proba]) for proba in probs]
     scores = file_scores([cf.label for cf in cfs], got)
-    return CVResult(threshold, curve, scores, n)
+    return CVResult(threshold, curve, scores, n, choose_threshold_both(cfs, probs, all_labels))
+
+
+def choose_threshold_both(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: Sequence[str]) -> float:
+    """The abstain threshold for `both` mode, where a block reaches the model only when no regex signature
+    explains it (so most of what it sees is unknown): the one that maximises file-level macro-F1 of the
+    out-of-fold predictions combined with the regex answers. Among thresholds within 0.005 of the best,
+    the lowest is taken: on a corpus the regexes already explain, the curve is flat over a wide range, and
+    the lowest keeps the most recall for reworded errors the regexes miss."""
+    curve: dict[float, float] = {}
+    for t in THRESHOLDS:
+        got = []
+        for cf, proba in zip(cfs, oof):
+            guesses = [(rx, 1.0) if rx is not None else decide(r, classes, t)
+                       for rx, r in zip(cf.regex, proba)]
+            got.append(first_root(guesses))
+        curve[t] = file_scores([cf.label for cf in cfs], got)["macro_f1"]
+    best = max(curve.values())
+    return min(t for t, s in curve.items() if s >= best - 0.005)
 
 
 def fit(cfs: Sequence[CorpusFile], params: dict[str, Any] | None = None) -> Pipeline:
@@ -462,6 +480,13 @@ class Predictor:
         self.threshold = float(threshold)
         self.meta = meta
         self.classes = [str(c) for c in pipeline.classes_]
+
+    def set_mode(self, signatures: str) -> None:
+        """`both`: the model sees only what no regex explains; use the threshold chosen for that."""
+        if signatures == "both" and self.meta.get("threshold_both") is not None:
+            self.threshold = float(self.meta["threshold_both"])
+        elif signatures == "learned":
+            self.threshold = float(self.meta["threshold"])
 
     wants_facts = True  # the scanner passes the source's facts (gpu model, engine flags) along with each block
 
@@ -559,6 +584,7 @@ def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: 
         "labels": sorted(str(c) for c in pipe.classes_),
         "abstain": list(ABSTAIN),
         "threshold": cv.threshold,
+        "threshold_both": cv.threshold_both,
         "params": {**DEFAULT_PARAMS, **(params or {})},
         "cv": {"folds": cv.folds, "macro_f1": round(cv.scores["macro_f1"], 4),
                "known_accuracy": round(cv.scores["known_accuracy"], 4),

@@ -25,9 +25,15 @@ class LazyPredictor:
 
     def __init__(self, ledger: Any, on_error: Callable[[str], None] | None = None) -> None:
         self._ledger = ledger
+        self._mode = "both"
         self._predictor: Any = None
         self._failed = False
         self._on_error = on_error or (lambda msg: sys.stderr.write(f"sigclass: {msg}\n"))
+
+    def set_mode(self, signatures: str) -> None:
+        self._mode = signatures
+        if self._predictor is not None and hasattr(self._predictor, "set_mode"):
+            self._predictor.set_mode(signatures)
 
     def _load(self) -> Any:
         from sigclass import learn
@@ -46,6 +52,8 @@ class LazyPredictor:
             if self._predictor is None:
                 self._failed = True
                 return None
+            if hasattr(self._predictor, "set_mode"):
+                self._predictor.set_mode(self._mode)
         if getattr(self._predictor, "wants_facts", False):
             return self._predictor(bodies, facts)
         return self._predictor(bodies)

@@ -90,16 +90,17 @@ class Pattern:
     """One regex of a signature, with where it came from. Compiled on first use: every pattern is
     validated at load (or was, by this regex version, on an earlier load: see `_Validated`)."""
 
-    __slots__ = ("index", "family", "kind", "source", "location", "fact", "_rx")
+    __slots__ = ("index", "family", "kind", "source", "location", "fact", "min_count", "_rx")
 
     def __init__(self, index: int, family: str, kind: str, source: str, compiled: Any, location: str,
-                 fact: str | None = None) -> None:
+                 fact: str | None = None, min_count: int = 1) -> None:
         self.index = index  # global index across the ledger (prefilter id)
         self.family = family
         self.kind = kind  # any | all | none | multiline | fact
         self.source = source  # the regex text
         self.location = location  # file:line
         self.fact = fact
+        self.min_count = min_count  # >1: lines matching it are counted per source and worker, not blocks
         self._rx = compiled
 
     @property
@@ -110,7 +111,7 @@ class Pattern:
         return rx
 
     def renumbered(self, index: int) -> "Pattern":
-        return Pattern(index, self.family, self.kind, self.source, self._rx, self.location, self.fact)
+        return Pattern(index, self.family, self.kind, self.source, self._rx, self.location, self.fact, self.min_count)
 
     def __repr__(self) -> str:
         return f"Pattern({self.index}, {self.family!r}, {self.kind!r}, {self.source!r})"
@@ -212,6 +213,7 @@ class Signature:
                 "multiline": [p.source for p in self.multiline],
             },
             "min_count": self.min_count,
+            "pattern_min_count": {p.source: p.min_count for p in self.any if p.min_count > 1},
             "facts": [{"name": p.fact, "pattern": p.source} for p in self.facts],
             "conditions": {
                 "require": {k: v.pattern for k, v in self.require},
@@ -332,10 +334,28 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         if key not in _MATCH_KEYS:
             errs.add(at("match", key), f"unknown key match.{key} (known: any, all, none, multiline)")
     for kind in ("any", "all", "none", "multiline"):
-        for i, src in enumerate(_str_list(match.get(kind), at("match", kind), errs, f"match.{kind}")):
+        items = match.get(kind)
+        counts: dict[int, int] = {}
+        if kind == "any" and isinstance(items, list):
+            # an `any` entry may be {pattern: REGEX, min_count: N}: a line that only counts once N are seen
+            flat = []
+            for i, item in enumerate(items):
+                if isinstance(item, dict):
+                    n = item.get("min_count", 1)
+                    if set(item) - {"pattern", "min_count"} or not isinstance(item.get("pattern"), str) \
+                            or not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                        errs.add(at("match", kind, i), "a counted pattern is {pattern: REGEX, min_count: N} with N >= 1")
+                        continue
+                    counts[len(flat)] = n
+                    flat.append(item["pattern"])
+                else:
+                    flat.append(item)
+            items = flat
+        for i, src in enumerate(_str_list(items, at("match", kind), errs, f"match.{kind}")):
             rx = _compile(src, at("match", kind, i), errs)
             if rx is not None:
-                pats[kind].append(Pattern(idx, sid, kind, src, None if rx is _OK else rx, at("match", kind, i)))
+                pats[kind].append(Pattern(idx, sid, kind, src, None if rx is _OK else rx, at("match", kind, i),
+                                          min_count=counts.get(i, 1)))
                 idx += 1
     if not pats["any"] and not pats["multiline"]:
         errs.add(at("match"), "match.any needs at least one pattern")

@@ -26,7 +26,8 @@ def entry_markdown(sig: Signature, level: int = 1) -> str:
         out += ["", "**Context conditions:**"]
         out += [f"- requires fact `{k}` ~ `{v.pattern}`" for k, v in sig.require]
         out += [f"- prefers fact `{k}` ~ `{v.pattern}`" for k, v in sig.prefer]
-    out += ["", "**Evidence patterns:**"] + [f"- `{p.source}`" for p in sig.any]
+    out += ["", "**Evidence patterns:**"] + [
+        f"- `{p.source}`" + (f" (counts: {p.min_count} lines make a finding)" if p.min_count > 1 else "") for p in sig.any]
     if sig.all:
         out += [f"- and every one of: `{p.source}`" for p in sig.all]
     if sig.none:

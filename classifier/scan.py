@@ -150,16 +150,20 @@ class Scanner:
         self.ledger = ledger
         self.signatures = signatures
         self.learned = learned
+        if learned is not None and hasattr(learned, "set_mode"):
+            learned.set_mode(signatures)  # a model may keep one abstain threshold per mode
         self.any_family: dict[int, str] = {}
         self.fact_pat: dict[int, object] = {}
-        self.counted: set[str] = set()
+        # pattern id -> how many matching lines (per source and worker) make a finding, for counted evidence:
+        # every `any` pattern of a family with min_count > 1, and single patterns given their own min_count
+        self.counted: dict[int, int] = {}
         items: list[tuple[int, str, str]] = []
         for sig in ledger:
             if not sig.active:
                 continue
-            if sig.min_count > 1:
-                self.counted.add(sig.id)
             for p in sig.any:
+                if sig.min_count > 1 or p.min_count > 1:
+                    self.counted[p.index] = max(sig.min_count, p.min_count)
                 self.any_family[p.index] = sig.id
                 items.append((p.index, p.source, f"{p.location} ({sig.id})"))
             for p in sig.facts:
@@ -267,11 +271,12 @@ class Scanner:
             sig = self.ledger[fid]
             if not sig.active or sig.min_count > 1:
                 continue
+            block_any = [p for p in sig.any if p.index not in self.counted]
             if confirm_all:
-                ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in sig.any)]
+                ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in block_any)]
             else:
                 ev = [ln for ln, lp in zip(lines, line_pids)
-                      if lp and any(p.index in lp and self.guard.search(p, ln) for p in sig.any)]
+                      if lp and any(p.index in lp and self.guard.search(p, ln) for p in block_any)]
             if not ev and sig.multiline:
                 text = text if text is not None else "\n".join(lines)
                 if any(self.guard.search(p, text) for p in sig.multiline):
@@ -434,20 +439,25 @@ class _SourceScan:
             for m in _KV.finditer(ln.content):
                 self.kv.setdefault(m["key"], m["val"])
         for pid in pids:
-            fam = self.sc.any_family.get(pid)
-            if fam is not None and fam in self.sc.counted:
-                self._count(fam, ln, lineno)
+            need = self.sc.counted.get(pid)
+            if need is not None:
+                self._count(self.sc.any_family[pid], pid, need, ln, lineno)
 
-    def _count(self, fam: str, ln: Line, lineno: int) -> None:
+    def _count(self, fam: str, pid: int, need: int, ln: Line, lineno: int) -> None:
         sig = self.sc.ledger[fam]
         learned_mode = self.sc.signatures == "learned"
         if learned_mode and (self.sc.learned is None or (fam, ln.worker) in self.declined):
             return
-        if not any(self.sc.guard.search(p, ln.content) for p in sig.any):
+        family_wide = sig.min_count > 1  # all the family's patterns feed one counter
+        pats = [p for p in sig.any if p.index in self.sc.counted] if family_wide else \
+            [p for p in sig.any if p.index == pid]
+        if not any(self.sc.guard.search(p, ln.content) for p in pats):
             return
         if any(self.sc.guard.search(p, ln.content) for p in sig.none):
             return
-        key = (fam, ln.worker)
+        key = (fam, ln.worker) if family_wide else (fam, ln.worker, pid)
+        if (fam, ln.worker) in self.counters and key != (fam, ln.worker):
+            key = (fam, ln.worker)  # the family already fired for this worker: later lines add to that finding
         done = self.counters.get(key)
         if done is not None:
             done.count += 1
@@ -456,7 +466,7 @@ class _SourceScan:
             return
         seen = self.counts.setdefault(key, [])
         seen.append((lineno, ln, self._cur_time()))
-        if len(seen) < sig.min_count:
+        if len(seen) < need:
             return
         first_line, _, first_time = seen[0]
         ev = [x.content for _, x, _ in seen[:3]]
@@ -465,7 +475,7 @@ class _SourceScan:
             # in learned mode the counted lines are only evidence: the model says what they are, or nothing
             guess = self._ask_learned([x.body for _, x, _ in seen], ln.worker)
             if guess is None or guess[0] not in self.sc.ledger:
-                self.declined.add(key)
+                self.declined.add((fam, ln.worker))
                 del self.counts[key]
                 return
             sig, method, conf = self.sc.ledger[guess[0]], "learned", guess[1]
@@ -474,6 +484,7 @@ class _SourceScan:
         f.count = len(seen)
         f.lines = [a for a, _, _ in seen]
         self.counters[key] = f
+        self.counters.setdefault((fam, ln.worker), f)
         del self.counts[key]
         self._emit(f)
 
@@ -483,8 +494,7 @@ class _SourceScan:
                 if p == G_EXC and not _EXC_LINE.match(ln.body.lstrip()):
                     continue
                 return True
-            fam = self.sc.any_family.get(p)
-            if fam is not None and fam not in self.sc.counted:
+            if p in self.sc.any_family and p not in self.sc.counted:
                 return True
         return False
 

@@ -92,6 +92,7 @@ _GOTCHA_PROPS: dict[str, Any] = {
         "properties": {k: _STR_LIST for k in ("any", "all", "none", "multiline")},
     },
     "min_count": {"type": "integer", "minimum": 1},
+    "pattern_min_count": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
     "facts": {
         "type": "array",
         "items": {"type": "object", "required": ["name", "pattern"],

@@ -69,7 +69,7 @@ def test_a_tampered_or_corrupt_compact_model_is_refused(tmp_path: Path):
 def test_scan_uses_the_learned_model_without_importing_sklearn():
     code = (
         "import sys, sigclass\n"
-        "r = sigclass.classify('Traceback (most recent call last):\\n  File \"x.py\", line 1\\n"
+        "r = sigclass.classify(signatures='learned', text_or_path='Traceback (most recent call last):\\n  File \"x.py\", line 1\\n"
         "RuntimeError: CUDA ran out of device memory while allocating 2 GiB for the KV buffer\\n')\n"
         "f = r.findings[0]\n"
         "print(f.family, f.method, 'sklearn' in sys.modules)\n"
@@ -77,3 +77,19 @@ def test_scan_uses_the_learned_model_without_importing_sklearn():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["cuda-oom", "learned", "False"]
+
+
+def test_both_mode_uses_its_own_threshold():
+    model = compact.CompactModel.load(SHIPPED, sha256=artefact.pinned_compact_hash())
+    both = model.settings["threshold_both"]
+    assert both is not None and 0.0 < model.threshold <= both <= 1.0
+    assert compact.CompactPredictor(model, "learned").threshold == model.threshold
+    assert compact.CompactPredictor(model, "both").threshold == both
+    from sigclass.learned import load_predictor
+    from sigclass.ledger import load_ledger
+
+    lg = load_ledger()
+    lazy = load_predictor(None, lg)
+    Scanner(lg, signatures="both", learned=lazy)  # the scanner tells the model its mode
+    lazy(["RuntimeError: CUDA ran out of device memory while allocating 2 GiB"])
+    assert lazy._predictor.threshold == both

@@ -157,3 +157,19 @@ def test_known_patterns_skip_compilation_but_still_match(tmp_path: Path, monkeyp
     monkeypatch.setattr(ledger_mod, "_VALIDATED", None)
     with pytest.raises(SignatureError, match="empty string"):
         load_ledger([tmp_path], shipped=False, strict=True)
+
+
+def test_counted_pattern_form(tmp_path: Path):
+    text = GOOD.replace("    - 'DemoError: something broke'\n",
+                        "    - 'DemoError: something broke'\n    - pattern: 'slow step detected'\n      min_count: 3\n")
+    sig = parse_signature(text, "sigs/demo-family.yaml")
+    assert [p.min_count for p in sig.any] == [1, 3]
+    bad = text.replace("min_count: 3", "min_count: 0")
+    with pytest.raises(SignatureError, match="counted pattern"):
+        parse_signature(bad, "sigs/demo-family.yaml")
+    (tmp_path / "demo-family.yaml").write_text(text, encoding="utf-8")
+    sc = Scanner(load_ledger([tmp_path], shipped=False), signatures="regex")
+    two = "INFO slow step detected (1)\nINFO ok\nINFO slow step detected (2)\n"
+    assert sc.scan_text(two).findings == []
+    res = sc.scan_text(two + "INFO slow step detected (3)\nINFO slow step detected (4)\n")
+    assert [(f.family, f.line, f.count) for f in res.findings] == [("demo-family", 1, 4)]
