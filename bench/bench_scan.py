@@ -292,8 +292,8 @@ def engine_info(engine: str | None) -> dict:
     """Build the scanner the way `sigclass scan --signatures regex` does and ask which engine it got."""
     import warnings
 
-    from sigclass.ledger import load_ledger
-    from sigclass.scan import Scanner
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.scan.scanner import Scanner
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

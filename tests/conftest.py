@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sigclass.ledger import load_ledger
-from sigclass.scan import Scanner
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.scanner import Scanner
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = Path(__file__).resolve().parent / "files"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sigclass.scan import Scanner
-from sigclass.scoring import accuracy, score
+from sigclass.scan.scanner import Scanner
+from sigclass.learn.scoring import accuracy, score
 
 from conftest import DEVSET, REPO
 

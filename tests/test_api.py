@@ -10,11 +10,12 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 import sigclass
-from sigclass import api, schemas
-from sigclass.cli import app
+from sigclass import api
+from sigclass.outputs import schemas
+from sigclass.cli.app import app
 from sigclass.errors import InputError, SignatureError
-from sigclass.families import CONTRACT_IDS
-from sigclass.findings import FINDING_KEYS
+from sigclass.ledger.families import CONTRACT_IDS
+from sigclass.records import FINDING_KEYS
 
 from conftest import OOM, SAMPLE_RUNS, make_two_worker_run
 
@@ -215,7 +216,7 @@ def test_every_contract_gotcha_fits_the_schema(family: str):
 # --------------------------------------------------------------------------- analyze_run
 
 def test_analyze_run(run_dir: Path):
-    from sigclass import runs
+    from sigclass.runs import assemble as runs
 
     res = sigclass.analyze_run(run_dir, n_jobs=1)
     assert isinstance(res, api.RunAnalysis)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sigclass.cli import app
+from sigclass.cli.app import app
 
 from conftest import FILES
 

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sigclass import artefact, compact, learn
+from sigclass.learn import artefact
+from sigclass.learn import compact
+from sigclass.learn import train as learn
 from sigclass.errors import ModelError
-from sigclass.scan import Scanner
+from sigclass.scan.scanner import Scanner
 
 from conftest import REPO
 
@@ -85,8 +87,8 @@ def test_both_mode_uses_its_own_threshold():
     assert both is not None and 0.0 < model.threshold <= both <= 1.0
     assert compact.CompactPredictor(model, "learned").threshold == model.threshold
     assert compact.CompactPredictor(model, "both").threshold == both
-    from sigclass.learned import load_predictor
-    from sigclass.ledger import load_ledger
+    from sigclass.learn.lazy import load_predictor
+    from sigclass.ledger.pack import load_ledger
 
     lg = load_ledger()
     lazy = load_predictor(None, lg)

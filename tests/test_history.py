@@ -12,9 +12,9 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from sigclass import history as hs
-from sigclass.cli import app
-from sigclass.tables import UNITS_SCHEMA
+from sigclass.outputs import history as hs
+from sigclass.cli.app import app
+from sigclass.outputs.tables import UNITS_SCHEMA
 
 from conftest import FILES
 

@@ -12,12 +12,13 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from typer.testing import CliRunner
 
-from sigclass import artefact, learn
-from sigclass.cli import app
+from sigclass.learn import artefact
+from sigclass.learn import train as learn
+from sigclass.cli.app import app
 from sigclass.errors import ModelError
-from sigclass.learn import CalibratedLinearClassifier
-from sigclass.scan import Scanner
-from sigclass.scoring import score
+from sigclass.learn.train import CalibratedLinearClassifier
+from sigclass.scan.scanner import Scanner
+from sigclass.learn.scoring import score
 
 from conftest import DEVSET, REPO
 
@@ -258,7 +259,7 @@ def test_shipped_model_pin_mismatch_and_missing_pin(tiny, tmp_path):
 
 
 def test_refuses_labels_the_ledger_does_not_define(tiny, ledger):
-    from sigclass.ledger import Ledger
+    from sigclass.ledger.pack import Ledger
 
     _, trained = tiny
     small = Ledger([s for s in ledger if s.id != "segfault"])
@@ -315,7 +316,7 @@ def test_cli_pin_only_for_the_shipped_file(tmp_path, data_dir):
 
 # --------------------------------------------------------------------------- the shipped model and the devset
 
-SHIPPED = REPO / "classifier" / "data" / artefact.SHIPPED_FILE
+SHIPPED = REPO / "classifier" / "sigclass" / "data" / artefact.SHIPPED_FILE
 
 
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")

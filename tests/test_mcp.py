@@ -16,10 +16,10 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 import sigclass
-from sigclass import schemas
-from sigclass.cli import app
+from sigclass.outputs import schemas
+from sigclass.cli.app import app
 from sigclass.errors import InputError
-from sigclass.families import CONTRACT_IDS
+from sigclass.ledger.families import CONTRACT_IDS
 
 from conftest import OOM, make_two_worker_run
 from sigclass.mcp_server import Config, PathRefused, Tools, parse_size
@@ -182,7 +182,7 @@ def test_outputs_are_checked_against_their_schemas(tools: Tools):
 
 
 def test_old_sdk_is_refused_with_a_clear_message(monkeypatch):
-    from sigclass import cli_agent
+    from sigclass.cli import agent as cli_agent
 
     monkeypatch.setattr(cli_agent, "_sdk_version", lambda: (1, 9))
     result = runner.invoke(app, ["mcp"])

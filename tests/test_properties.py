@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sigclass import reader
-from sigclass.ledger import load_ledger
-from sigclass.scan import Scanner
+from sigclass.scan import reader
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.scanner import Scanner
 
 from conftest import FILES
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sigclass import report as rp
-from sigclass.cli import app
+from sigclass.outputs.report import html as rp
+from sigclass.cli.app import app
 
 from conftest import FILES, REPO
 
@@ -376,7 +376,7 @@ RUNS_FIXTURES = sorted(p for p in (FILES / "runs").glob("*") if p.is_dir()) if (
 @pytest.mark.parametrize("run_dir", RUNS_FIXTURES, ids=[p.name for p in RUNS_FIXTURES])
 def test_report_matches_the_run_object(run_dir: Path) -> None:
     """Every layout of the runs fixtures: one bar per unit, one marker per root, one link per victim."""
-    from sigclass import runs as rs
+    from sigclass.runs import assemble as rs
 
     run = rs.analyse([str(run_dir)], n_jobs=1).runs[0]
     d = rp.run_dict(run)

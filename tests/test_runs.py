@@ -19,9 +19,9 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from sigclass import runs as rs
-from sigclass import tables
-from sigclass.cli import app
+from sigclass.runs import assemble as rs
+from sigclass.outputs import tables
+from sigclass.cli.app import app
 
 from conftest import FILES, SAMPLE_RUNS
 
@@ -67,7 +67,7 @@ def test_scanner_reads_every_marker_form(scanner, line: str, expected):
 
 def test_a_small_file_is_scanned_without_a_helper_thread(scanner, tmp_path: Path, monkeypatch):
     # a run is thousands of small files: a read-ahead thread per file would double the cost of each
-    import sigclass.scan as scan_mod
+    import sigclass.scan.scanner as scan_mod
 
     def no_thread(*a, **k):
         raise AssertionError("a one-block file started a helper thread")
@@ -427,7 +427,7 @@ def test_dask_without_the_extra_says_how_to_install_it(monkeypatch):
 
 
 def test_no_progress_bar_on_a_pipe():
-    from sigclass.cli_runs import _progress
+    from sigclass.cli.runs import _progress
 
     with _progress(10_000) as bar:  # stderr is not a terminal under pytest
         assert bar is None

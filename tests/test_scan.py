@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from sigclass.findings import fold
-from sigclass.ledger import load_ledger
-from sigclass.prefilter import available_engines
-from sigclass.scan import Scanner
+from sigclass.records import fold
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.prefilter import available_engines
+from sigclass.scan.scanner import Scanner
 
 from conftest import FILES
 
@@ -214,7 +214,7 @@ def test_jsonl_events_carry_worker_unit_time_and_source_line(sc, tmp_path: Path)
 
 
 def test_timestamps_of_every_form(sc):
-    from sigclass.textnorm import parse_time
+    from sigclass.text.lines import parse_time
 
     assert parse_time("2026-03-01T12:34:56.789Z x") == "2026-03-01T12:34:56.789Z"
     assert parse_time("2026-03-01T14:34:56+02:00 x") == "2026-03-01T12:34:56.000Z"

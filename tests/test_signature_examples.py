@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sigclass.examples import check, parse_examples
-from sigclass.ledger import shipped_dir
+from sigclass.authoring.examples import check, parse_examples
+from sigclass.ledger.pack import shipped_dir
 
 SIG_FILES = sorted(shipped_dir().glob("*.yaml"))
 

@@ -10,8 +10,8 @@ import regex
 import yaml
 from typer.testing import CliRunner
 
-from sigclass.cli import app
-from sigclass.suggest import induce, segments
+from sigclass.cli.app import app
+from sigclass.authoring.suggest import induce, segments
 
 from conftest import REPO
 
@@ -116,7 +116,7 @@ def test_suggest_with_nothing_unknown_says_so(tmp_path: Path):
 
 
 def test_role_and_id_guesses():
-    from sigclass.suggest import draft_id, guess_role
+    from sigclass.authoring.suggest import draft_id, guess_role
 
     assert guess_role(["Traceback (most recent call last):", "RuntimeError: worker 3 received SIGTERM, exiting"]) == "secondary"
     assert guess_role(["ValueError: tokenizer vocab mismatch (32000 != 32001)"]) == "root"

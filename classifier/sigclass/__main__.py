@@ -1,3 +1,3 @@
-from sigclass.cli import main
+from sigclass.cli.app import main
 
 main()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Union
 
 from sigclass.errors import InputError, ModelError, SignatureError
-from sigclass.findings import FINDING_KEYS, Finding, fold
+from sigclass.records import FINDING_KEYS, Finding, fold
 
 LedgerArg = Union[None, str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 SIGNATURE_MODES = ("regex", "learned", "both")
@@ -339,7 +339,7 @@ def _ledger_key(ledger: LedgerArg) -> tuple[str, ...]:
 
 
 def _load_ledger(key: tuple[str, ...]):
-    from sigclass.ledger import load_ledger
+    from sigclass.ledger.pack import load_ledger
 
     with _cache_lock:
         lg = _ledgers.get(key)
@@ -365,12 +365,12 @@ def _engine(ledger: LedgerArg, signatures: str) -> _Engine:
         eng = _engines.get((key, signatures))
         if eng is not None:
             return eng
-        from sigclass.scan import Scanner
+        from sigclass.scan.scanner import Scanner
 
         notes = [f"{p} (this signature file is skipped)" for p in lg.problems]
         learned = None
         if signatures != "regex":
-            from sigclass.learned import load_predictor
+            from sigclass.learn.lazy import load_predictor
 
             try:
                 learned = load_predictor(None, lg, on_error=notes.append)
@@ -451,7 +451,7 @@ def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures
     Raises InputError when the path is not a directory that can be listed;
     files inside it that cannot be read are reported in ``problems``.
     """
-    from sigclass import runs
+    from sigclass.runs import assemble as runs
 
     if signatures not in SIGNATURE_MODES:
         raise InputError(f"signatures must be one of {', '.join(SIGNATURE_MODES)}, not {signatures!r}")

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sigclass import __version__, api, schemas
+from sigclass import __version__, api
+from sigclass.outputs import schemas
 from sigclass.errors import InputError, SigclassError
 
 log = logging.getLogger("sigclass.mcp")
@@ -304,7 +305,7 @@ class Tools:
         Done before the analysis lists or opens anything, so a link to `/` is
         never walked and a huge file is never read.
         """
-        from sigclass.reader import is_log_name
+        from sigclass.scan.reader import is_log_name
 
         seen: set[tuple[int, int]] = set()
         stack = [top]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from sigclass.examples import check, parse_examples
-from sigclass.families import CONTRACT_IDS
-from sigclass.ledger import Ledger, Signature
+from sigclass.authoring.examples import check, parse_examples
+from sigclass.ledger.families import CONTRACT_IDS
+from sigclass.ledger.pack import Ledger, Signature
 
 SEVERITIES = ("HIGH", "MEDIUM", "LOW", "INFO")
 

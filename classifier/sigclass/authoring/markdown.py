@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sigclass.ledger import Ledger, Signature
+from sigclass.ledger.pack import Ledger, Signature
 
 
 def entry_markdown(sig: Signature, level: int = 1) -> str:

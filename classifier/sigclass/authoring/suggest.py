@@ -23,8 +23,8 @@ import regex
 import yaml
 
 from sigclass.errors import InputError
-from sigclass.reader import is_log_name
-from sigclass.textnorm import MASKS, mask
+from sigclass.scan.reader import is_log_name
+from sigclass.text.lines import MASKS, mask
 
 MAX_KEY_CHARS = 200
 _WORKER_DIR = re.compile(r"^(?:worker|gpu|rank|node|host)[-_]?[A-Za-z0-9-]*$", re.I)
@@ -127,7 +127,7 @@ def _worker_of(folder: str, name: str) -> str | None:
 
 
 def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
-    from sigclass.scan import Scanner
+    from sigclass.scan.scanner import Scanner
 
     scanner = Scanner(ledger, signatures="regex")
     groups: dict[str, Group] = {}
@@ -304,9 +304,9 @@ def _clean_excerpt(pattern_words: set[str], clean: list[tuple[Path, list[str]]],
 def write_drafts(groups: Sequence[Group], out: str | Path, ledger, *, top: int = 5, min_count: int = 2,
                  clean_dirs: Sequence[Path] = ()) -> list[Draft]:
     """Write drafts for the top groups; each is verified (lint, members, clean corpus) or removed."""
-    from sigclass.ledger import load_ledger
-    from sigclass.lint import _longest_literal, lint
-    from sigclass.scan import Scanner
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.authoring.lint import _longest_literal, lint
+    from sigclass.scan.scanner import Scanner
 
     out = Path(out)
     clean = _clean_lines(clean_dirs)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli import Sigs, app, err
+from sigclass.cli.common import Sigs, app, err
 from sigclass.errors import SigclassError
 
 _SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list")
@@ -38,7 +38,7 @@ def schema(
     name: Annotated[Optional[str], typer.Argument(help="finding, run, gotcha, classification or gotcha-list (default: all).")] = None,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of a finding, a run or a gotcha."""
-    from sigclass import schemas
+    from sigclass.outputs import schemas
 
     try:
         doc = schemas.schema(name) if name else {n: schemas.schema(n) for n in _SCHEMA_NAMES}

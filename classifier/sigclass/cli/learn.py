@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli import LedgerOpt, app, err, load_ledger_or_exit
+from sigclass.cli.common import LedgerOpt, app, err, load_ledger_or_exit
 from sigclass.errors import ModelError, SigclassError
 
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
@@ -25,7 +25,7 @@ class EvalFmt(str, Enum):
 
 
 def _files(corpus: list[Path] | None, no_shipped: bool):
-    from sigclass import learn
+    from sigclass.learn import train as learn
 
     dirs: list[Path] = []
     if not no_shipped:
@@ -53,12 +53,13 @@ def train(
     corpus: CorpusOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: the per-user data folder).")] = None,
     no_shipped_corpus: NoShippedOpt = False,
-    pin: Annotated[bool, typer.Option("--pin", help="Also pin the file's sha256 as the shipped model (only for classifier/data/model.joblib).")] = False,
+    pin: Annotated[bool, typer.Option("--pin", help="Also pin the file's sha256 as the shipped model (only for classifier/sigclass/data/model.joblib).")] = False,
     folds: Annotated[int, typer.Option(help="Cross-validation folds used to choose the abstain threshold.", min=2)] = 5,
     ledger: LedgerOpt = None,
 ) -> None:
     """Train the learned signatures on the corpus and write a verified model file."""
-    from sigclass import artefact, learn
+    from sigclass.learn import artefact
+    from sigclass.learn import train as learn
 
     lg, _ = load_ledger_or_exit(ledger)
     target = out or artefact.data_dir() / "model.joblib"
@@ -75,7 +76,7 @@ def train(
     where = artefact.trust(target, digest)
     if pin:
         # the scanner reads the compact export (plain arrays, no unpickling); both files are pinned
-        from sigclass import compact
+        from sigclass.learn import compact
 
         try:
             data = compact.export(trained.pipeline, trained.meta, source_sha256=digest)
@@ -108,7 +109,7 @@ def eval_(
     """Stratified cross-validation over corpus files: per-family precision/recall, macro-F1, confusion matrix."""
     import time
 
-    from sigclass import learn
+    from sigclass.learn import train as learn
 
     lg, _ = load_ledger_or_exit(ledger)
     t0 = time.perf_counter()
@@ -184,7 +185,8 @@ def suggest(
     ledger: LedgerOpt = None,
 ) -> None:
     """Group unknown failures by masked template and write draft signatures for the top groups."""
-    from sigclass import learn, suggest as sg
+    from sigclass.learn import train as learn
+    from sigclass.authoring import suggest as sg
 
     lg, _ = load_ledger_or_exit(ledger)
     clean_dirs: list[Path] = []

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli import LedgerOpt, Sigs, app, err
+from sigclass.cli.common import LedgerOpt, Sigs, app, err
 from sigclass.errors import ModelError, SigclassError
 
 
@@ -40,10 +40,10 @@ def report(
 
     Exit status as for `runs`: 2 when an input could not be read at all, 1 when failures were found, else 0.
     """
-    from sigclass import report as rp
-    from sigclass import runs as rs
+    from sigclass.outputs.report import html as rp
+    from sigclass.runs import assemble as rs
 
-    from sigclass.cli_runs import scan_config
+    from sigclass.cli.runs import scan_config
 
     lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     try:
@@ -76,7 +76,7 @@ def stats(
     fmt: Annotated[StatsFmt, typer.Option("--format", "-f", help="Output format.")] = StatsFmt.text,
 ) -> None:
     """Failure history: families over time, top fingerprints, first and last seen, families that came back."""
-    from sigclass import history as hs
+    from sigclass.outputs import history as hs
 
     by_v = by.value if isinstance(by, Period) else str(by)
     try:
@@ -93,7 +93,7 @@ def stats(
 
 def append_history(path: Path, runs: list) -> None:
     """`sigclass runs ... --history PATH`: append the batch's units table; one line on stderr says what happened."""
-    from sigclass import history as hs
+    from sigclass.outputs import history as hs
 
     try:
         got = hs.append_runs(path, runs)

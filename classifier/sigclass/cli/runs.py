@@ -16,7 +16,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from sigclass.cli import LedgerOpt, Sigs, app, err, load_ledger_or_exit
+from sigclass.cli.common import LedgerOpt, Sigs, app, err, load_ledger_or_exit
 from sigclass.errors import SigclassError
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
@@ -32,7 +32,7 @@ class RunsFmt(str, Enum):
 
 def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
     """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
-    from sigclass import runs as rs
+    from sigclass.runs import assemble as rs
 
     if jobs == 0:
         err("-j takes a number of processes (1, 2, ...) or -1 for every core")
@@ -72,7 +72,7 @@ def runs(
 
     Exit status: 2 if an input could not be read at all, else 1 if some unit failed or did not finish, else 0.
     """
-    from sigclass import runs as rs
+    from sigclass.runs import assemble as rs
 
     fmt_v = fmt.value if isinstance(fmt, RunsFmt) else str(fmt)
     if fmt_v == "parquet" and out is None:
@@ -134,7 +134,7 @@ def runs(
             elif fmt_v == "json":
                 write(json.dumps(batch.to_dict(), indent=2, ensure_ascii=False))
             else:
-                from sigclass import tables
+                from sigclass.outputs import tables
 
                 if out is None:
                     sys.stdout.write(tables.units_csv(batch.runs))
@@ -161,7 +161,7 @@ def runs(
             sink.close()
 
     if history is not None:
-        from sigclass.cli_report import append_history
+        from sigclass.cli.report import append_history
 
         append_history(history, kept)
     raise typer.Exit(2 if unreadable or bad_ledger else 1 if failed else 0)

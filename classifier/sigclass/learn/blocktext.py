@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from sigclass.textnorm import mask
+from sigclass.text.lines import mask
 
 ABSTAIN = ("clean", "unknown")
 

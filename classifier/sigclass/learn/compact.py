@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from sigclass.blocktext import block_input, decide, normalise_block
+from sigclass.learn.blocktext import block_input, decide, normalise_block
 from sigclass.errors import ModelError
 
 FORMAT = "sigclass-compact-1"
-from sigclass.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
+from sigclass.learn.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
 
 
 # --------------------------------------------------------------------------- export (needs scikit-learn)
@@ -137,13 +137,13 @@ class CompactModel:
             raise ModelError(f"{path}: cannot read the compact model ({exc.strerror or exc})") from None
         if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
             raise ModelError(f"{path}: compact model does not match its pinned sha256; "
-                             "rebuild it with `sigclass train --out classifier/data/model.joblib --pin`")
+                             "rebuild it with `sigclass train --out classifier/sigclass/data/model.joblib --pin`")
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
         except Exception as exc:  # zipfile, zlib, numpy format errors: all mean a broken file
             raise ModelError(f"{path}: compact model is corrupt ({exc}); "
-                             "rebuild it with `sigclass train --out classifier/data/model.joblib --pin`") from None
+                             "rebuild it with `sigclass train --out classifier/sigclass/data/model.joblib --pin`") from None
         return cls(arrays, str(path))
 
     # sklearn's word analyzer: token_pattern findall, then n-grams joined by a space

@@ -36,7 +36,7 @@ class LazyPredictor:
             self._predictor.set_mode(signatures)
 
     def _load(self) -> Any:
-        from sigclass import learn
+        from sigclass.learn import train as learn
 
         return learn.load_predictor(None, self._ledger)
 
@@ -67,8 +67,8 @@ class LazyCompact(LazyPredictor):
         self._path, self._sha = path, sha256
 
     def _load(self) -> Any:
-        from sigclass.blocktext import ABSTAIN
-        from sigclass.compact import CompactModel, CompactPredictor
+        from sigclass.learn.blocktext import ABSTAIN
+        from sigclass.learn.compact import CompactModel, CompactPredictor
 
         model = CompactModel.load(self._path, sha256=self._sha)
         missing = sorted(c for c in model.classes if c not in ABSTAIN and c not in self._ledger)
@@ -81,10 +81,10 @@ class LazyCompact(LazyPredictor):
 def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str], None] | None = None):
     """The scanner's learned callback, or None when there is no model at all."""
     if model is not None:
-        from sigclass import learn
+        from sigclass.learn import train as learn
 
         return learn.load_predictor(model, ledger)
-    from sigclass import artefact
+    from sigclass.learn import artefact
 
     folder = artefact.shipped_dir()
     compact_pin = artefact.pinned_compact_hash(folder)
@@ -97,7 +97,7 @@ def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str],
     digest = artefact.sha256_file(path)
     if pin is None or digest != pin:
         # the full loader words this refusal (with the rebuild command)
-        from sigclass import learn
+        from sigclass.learn import train as learn
 
         return learn.load_predictor(None, ledger)
     return LazyPredictor(ledger, on_error)

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sigclass.examples import first_root_family
+from sigclass.authoring.examples import first_root_family
 
 
 @dataclass(frozen=True)

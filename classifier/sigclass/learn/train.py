@@ -34,9 +34,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sigclass.errors import ModelError
-from sigclass.textnorm import split_line
+from sigclass.text.lines import split_line
 
-from sigclass.blocktext import ABSTAIN, decide  # noqa: E402,F401  (re-exported)
+from sigclass.learn.blocktext import ABSTAIN, decide  # noqa: E402,F401  (re-exported)
 SEED = 0
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 3.0, "loss": "hinge", "calibration": "sigmoid",
@@ -49,7 +49,7 @@ _LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst"
 
 # =========================================================================== text
 
-from sigclass.blocktext import FACT_MARK, block_input, normalise_block  # noqa: E402,F401  (re-exported)
+from sigclass.learn.blocktext import FACT_MARK, block_input, normalise_block  # noqa: E402,F401  (re-exported)
 
 
 class BlockText(TransformerMixin, BaseEstimator):
@@ -254,7 +254,7 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
     The learned-mode recorder claims every block for a placeholder family so that the
     scanner reports each one as a finding, in the order (by start line) it reports findings.
     """
-    from sigclass.scan import Scanner
+    from sigclass.scan.scanner import Scanner
 
     placeholder = next(iter(ledger)).id
     seen: dict[str, list[str]] = {}
@@ -525,7 +525,7 @@ def predictor_from(obj: Any, meta: dict[str, Any], ledger, where: str, rebuild: 
 
 def load_predictor(model: Path | None, ledger) -> Predictor | None:
     """The scanner's learned callback: the named model (verified and trusted), else the shipped one, else None."""
-    from sigclass import artefact
+    from sigclass.learn import artefact
 
     if model is None:
         got = artefact.load_shipped()
@@ -550,7 +550,7 @@ def shipped_corpus() -> Path | None:
     """The corpus/ folder of a source checkout (an installed wheel ships none)."""
     import sigclass
 
-    root = Path(sigclass.__file__).resolve().parent.parent
+    root = Path(sigclass.__file__).resolve().parents[2]  # classifier/sigclass/__init__.py
     d = root / "corpus"
     return d if d.is_dir() and (root / "pyproject.toml").exists() else None
 

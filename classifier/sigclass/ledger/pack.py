@@ -126,7 +126,7 @@ class _Validated:
         self.new: set[str] = set()
         self.path = None
         try:
-            from sigclass.prefilter import _cache_dir
+            from sigclass.scan.prefilter import _cache_dir
 
             d = _cache_dir()
             if d is not None:

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import IO, Any
 
-from sigclass.findings import Finding
+from sigclass.records import Finding
 
 
 def use_colour(stream: IO[str]) -> bool:
@@ -97,7 +97,7 @@ class Writer:
             self._write(finding_text(f, self.paint) + "\n\n")
 
     def close(self, problems: list[str], summary: dict[str, Any] | None = None) -> None:
-        from sigclass.findings import fold
+        from sigclass.records import fold
 
         if self.fmt == "json":
             folded = fold([_copy(f) for f in self.all])

@@ -43,7 +43,7 @@ import polars as pl
 import polars.selectors as cs
 
 from sigclass.errors import InputError
-from sigclass.tables import UNITS_SCHEMA, units_table
+from sigclass.outputs.tables import UNITS_SCHEMA, units_table
 
 HISTORY_SCHEMA = pl.Schema({
     **UNITS_SCHEMA,

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from sigclass.errors import InputError, SigclassError
-from sigclass.findings import Finding
-from sigclass.reader import COMPRESSED, LOG_SUFFIXES, is_log_name
-from sigclass.scan import Marker
-from sigclass.textnorm import fingerprint as _fingerprint
+from sigclass.records import Finding
+from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES, is_log_name
+from sigclass.scan.scanner import Marker
+from sigclass.text.lines import fingerprint as _fingerprint
 
 STATUSES = ("ok", "failed", "incomplete")
 ROLES = ("root", "cascade")
@@ -409,15 +409,15 @@ def build_scanner(cfg: ScanConfig):
     sc = _SCANNERS.get(cfg)
     if sc is not None:
         return sc
-    from sigclass.ledger import load_ledger
-    from sigclass.scan import Scanner
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.scan.scanner import Scanner
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ledger = load_ledger(list(cfg.ledger))
         learned = None
         if cfg.signatures != "regex":
-            from sigclass.learned import load_predictor
+            from sigclass.learn.lazy import load_predictor
 
             learned = load_predictor(Path(cfg.model) if cfg.model else None, ledger)
     sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
@@ -483,7 +483,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
 def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]]]:
     """Every rank / Ray pid named by a line prefix of a combined log, and the rank each launcher failure
     summary names with its line (one cheap pass over raw bytes)."""
-    from sigclass.reader import open_source
+    from sigclass.scan.reader import open_source
 
     seen: dict[str, None] = {}
     causes: list[tuple[int, str]] = []

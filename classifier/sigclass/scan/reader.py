@@ -356,7 +356,7 @@ def _clean_field(v: object) -> str:
 
 
 def _json_time(v: object) -> str:
-    from sigclass.textnorm import parse_time
+    from sigclass.text.lines import parse_time
 
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         from datetime import datetime, timezone

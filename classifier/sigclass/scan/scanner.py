@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 
-from sigclass import prefilter
-from sigclass.findings import Finding
-from sigclass.ledger import Ledger, Signature
-from sigclass.reader import BLOCK, IDLE, SourceState, blocks
-from sigclass.textnorm import Line, fingerprint, header_tag, parse_time, split_line
+from sigclass.scan import prefilter
+from sigclass.records import Finding
+from sigclass.ledger.pack import Ledger, Signature
+from sigclass.scan.reader import BLOCK, IDLE, SourceState, blocks
+from sigclass.text.lines import Line, fingerprint, header_tag, parse_time, split_line
 
 MATCH_TIMEOUT = 0.25
 _DONE, _FAILED = object(), object()

@@ -1,0 +1,74 @@
+"""`sigclass ledger list|lint|render|patterns`."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.cli.common import ledger_app, LedgerOpt, load_ledger_or_exit
+
+
+@ledger_app.command("list")
+def ledger_list(ledger: LedgerOpt = None) -> None:
+    """One line per family: id, role, status, title."""
+    lg, _ = load_ledger_or_exit(ledger)
+    for sig in lg:
+        typer.echo(f"{sig.id:32} {sig.role:9} {sig.status:11} {sig.title}")
+
+
+@ledger_app.command("lint")
+def ledger_lint(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Ledger files or folders to lint (default: the shipped pack).")] = None,
+    *,
+    no_examples: Annotated[bool, typer.Option("--no-examples", help="Skip running the examples.")] = False,
+) -> None:
+    """Check ids, schema, regexes, examples and supersedes targets; exit 1 on a HIGH issue."""
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.authoring.lint import lint
+    from sigclass.scan.scanner import Scanner
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        lg = load_ledger(paths or [], shipped=not paths)
+        scanner = None if no_examples else Scanner(lg, signatures="regex")
+        issues = lint(lg, shipped=not paths, scanner=scanner)
+    for i in issues:
+        typer.echo(i.line())
+    high = sum(1 for i in issues if i.severity == "HIGH")
+    typer.echo(f"{len(lg)} signatures, {len(issues)} issue(s), {high} HIGH")
+    raise typer.Exit(1 if high else 0)
+
+
+@ledger_app.command("render")
+def ledger_render(
+    ledger: LedgerOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write to this file instead of stdout.")] = None,
+) -> None:
+    """Write the ledger as a gotchas markdown document (for people and agent rule files)."""
+    from sigclass.authoring.markdown import ledger_markdown
+
+    lg, _ = load_ledger_or_exit(ledger)
+    text = ledger_markdown(lg)
+    if out:
+        out.write_text(text, encoding="utf-8")
+    else:
+        typer.echo(text)
+
+
+@ledger_app.command("patterns")
+def ledger_patterns(ledger: LedgerOpt = None) -> None:
+    """Print every evidence pattern in prefilter form, one per line (for grep -E -f / rg -f)."""
+    from sigclass.scan.prefilter import prefilter_form
+    from sigclass.scan.scanner import GENERIC, G_KV, G_MARK
+
+    lg, _ = load_ledger_or_exit(ledger)
+    for sig in lg:
+        if sig.active:
+            for p in (*sig.any, *sig.facts):
+                typer.echo(prefilter_form(p.source))
+    for gid, src in GENERIC.items():
+        if gid not in (G_MARK, G_KV):
+            typer.echo(src)

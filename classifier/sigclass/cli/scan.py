@@ -1,0 +1,119 @@
+"""`sigclass` with no command, `sigclass scan` and `sigclass explain`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.errors import InputError, ModelError, SigclassError
+from sigclass.cli.common import _version, app, build_scanner, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """With no command, scan standard input: `... | sigclass`."""
+    if ctx.invoked_subcommand is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            typer.echo(ctx.get_help())
+            raise typer.Exit(2)
+        scan(paths=None)
+
+
+@app.command()
+def scan(
+    paths: Annotated[Optional[list[str]], typer.Argument(help="Log files (plain, .gz, .zst); '-' or nothing for stdin.")] = None,
+    *,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
+    ledger: LedgerOpt = None,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
+    engine: Annotated[Optional[str], typer.Option(help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
+) -> None:
+    """Scan logs and print one finding per failure, as soon as each failure ends."""
+    from sigclass.outputs.findings import Writer
+
+    fmt_v = fmt.value if isinstance(fmt, Fmt) else str(fmt)
+    lg, bad = load_ledger_or_exit(ledger)
+    try:
+        scanner = build_scanner(lg, signatures.value if isinstance(signatures, Sigs) else signatures, model, engine)
+    except (ModelError, SigclassError) as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    except KeyError:
+        err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
+        raise typer.Exit(2) from None
+    writer = Writer(fmt_v)
+    problems: list[str] = []
+    input_error = bad
+    found = False
+    for path in paths or ["-"]:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = scanner.scan(path, on_finding=writer.finding)
+            for w in caught:
+                err(str(w.message))
+        except InputError as exc:
+            err(exc)
+            problems.append(str(exc))
+            input_error = True
+            continue
+        except MemoryError:
+            err(f"{path}: out of memory while scanning; report this input")
+            input_error = True
+            continue
+        except BrokenPipeError:
+            raise
+        except Exception as exc:  # a bug on one input must not lose the others' findings
+            if os.environ.get("SIGCLASS_DEBUG"):
+                raise
+            err(f"{path}: internal error while scanning ({type(exc).__name__}: {exc}); other inputs carry on")
+            input_error = True
+            continue
+        for p in res.problems:
+            if p not in problems:
+                err(p)
+                problems.append(p)
+        if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
+            input_error = True
+        found = found or bool(res.findings)
+    writer.close(problems)
+    raise typer.Exit(2 if input_error else 1 if found else 0)
+
+
+@app.command()
+def explain(
+    family: Annotated[str, typer.Argument(help="A family id, e.g. cuda-oom.")],
+    *,
+    ledger: LedgerOpt = None,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="text or json.")] = Fmt.text,
+) -> None:
+    """Show the whole ledger entry of a family."""
+    import json
+
+    from sigclass.authoring.markdown import entry_markdown
+
+    lg, _ = load_ledger_or_exit(ledger)
+    if family not in lg:
+        close = sorted(lg.signatures, key=lambda s: _distance(s, family))[:3]
+        err(f"no family {family!r}; did you mean {', '.join(close)}? (`sigclass ledger list` shows all)")
+        raise typer.Exit(2)
+    sig = lg[family]
+    if fmt == Fmt.text:
+        typer.echo(entry_markdown(sig))
+    else:
+        typer.echo(json.dumps(sig.to_dict(), indent=2))
+
+
+def _distance(a: str, b: str) -> int:
+    import difflib
+
+    return -int(difflib.SequenceMatcher(None, a, b).ratio() * 100)
