@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import make_two_worker_run, OOM, SAMPLE_RUNS
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 import sigclass
 from sigclass import api
-from sigclass.outputs import schemas
 from sigclass.cli.app import app
 from sigclass.errors import InputError, SignatureError
 from sigclass.ledger.families import CONTRACT_IDS
+from sigclass.outputs import schemas
 from sigclass.records import FINDING_KEYS
-
-from conftest import OOM, SAMPLE_RUNS, make_two_worker_run
 
 runner = CliRunner()
 
@@ -216,7 +215,7 @@ def test_every_contract_gotcha_fits_the_schema(family: str):
 # --------------------------------------------------------------------------- analyze_run
 
 def test_analyze_run(run_dir: Path):
-    from sigclass.runs import assemble as runs
+    from sigclass.runs.parallel import analyse
 
     res = sigclass.analyze_run(run_dir, n_jobs=1)
     assert isinstance(res, api.RunAnalysis)
@@ -229,7 +228,7 @@ def test_analyze_run(run_dir: Path):
     assert by_unit["2"].status == "ok"
     d = res.to_dict()
     # the run object is exactly what `sigclass runs --format json` prints for the run
-    assert d == runs.analyse([str(run_dir)], n_jobs=1).runs[0].to_dict()
+    assert d == analyse([str(run_dir)], n_jobs=1).runs[0].to_dict()
     assert roundtrip_json(d) == d
     validate(d, schemas.RUN)
     assert api.RunAnalysis.from_dict(d) == res

@@ -9,22 +9,21 @@ that DOM. They skip only when no Chromium binary exists (CI installs Debian's
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
+import os
 from pathlib import Path
+import re
+import shutil
+import subprocess
 
 import pytest
+from conftest import FILES, REPO
 from typer.testing import CliRunner
 
-from sigclass.outputs.report import html as rp
 from sigclass.cli.app import app
-
-from conftest import FILES, REPO
+from sigclass.outputs.report import html as rp
 
 runner = CliRunner()
 CASCADE = FILES / "report" / "cascade"
@@ -376,9 +375,9 @@ RUNS_FIXTURES = sorted(p for p in (FILES / "runs").glob("*") if p.is_dir()) if (
 @pytest.mark.parametrize("run_dir", RUNS_FIXTURES, ids=[p.name for p in RUNS_FIXTURES])
 def test_report_matches_the_run_object(run_dir: Path) -> None:
     """Every layout of the runs fixtures: one bar per unit, one marker per root, one link per victim."""
-    from sigclass.runs import assemble as rs
+    from sigclass.runs.parallel import analyse
 
-    run = rs.analyse([str(run_dir)], n_jobs=1).runs[0]
+    run = analyse([str(run_dir)], n_jobs=1).runs[0]
     d = rp.run_dict(run)
     root = parse(rp.render([d]))
     assert len(root.select("rect", "unit")) == len(d["units"])

@@ -10,20 +10,23 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from pathlib import Path
 import shutil
 import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import FILES, SAMPLE_RUNS
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from sigclass.runs import assemble as rs
-from sigclass.outputs import tables
 from sigclass.cli.app import app
-
-from conftest import FILES, SAMPLE_RUNS
+from sigclass.outputs import tables
+from sigclass.records import Batch, Run
+from sigclass.runs import parallel
+from sigclass.runs.discover import plan_run
+from sigclass.runs.layouts import Layout
+from sigclass.runs.parallel import analyse_plans, dask_backend, RUN_TASKS_MIN_RUNS_PER_WORKER
 
 RUNS = FILES / "runs"
 FIXTURES = ["clean", "jsonl-events", "ray-job", "shard-per-file", "slurm-array", "torchrun", "torchrun-silent-rank",
@@ -31,16 +34,16 @@ FIXTURES = ["clean", "jsonl-events", "ray-job", "shard-per-file", "slurm-array",
 runner = CliRunner()
 
 
-def analyse(*dirs: Path | str, n_jobs: int = 1, **kw) -> rs.Batch:
-    return rs.analyse([str(d) for d in dirs], n_jobs=n_jobs, **kw)
+def analyse(*dirs: Path | str, n_jobs: int = 1, **kw) -> Batch:
+    return parallel.analyse([str(d) for d in dirs], n_jobs=n_jobs, **kw)
 
 
-def table(run: rs.Run) -> dict[str, tuple]:
+def table(run: Run) -> dict[str, tuple]:
     """unit -> (worker, status, family, role, root)"""
     return {u.unit: (u.worker, u.status, u.family, u.role, u.root) for u in run.units}
 
 
-def one(path: Path | str, **kw) -> rs.Run:
+def one(path: Path | str, **kw) -> Run:
     return analyse(path, **kw).runs[0]
 
 
@@ -207,7 +210,7 @@ def test_compressed_sources_give_the_same_answer(tmp_path: Path):
 
 
 def test_custom_unit_and_worker_patterns():
-    layout = rs.Layout(unit_pattern=r"chunk(?P<unit>\d+)", worker_pattern=r"^(box\d+)/")
+    layout = Layout(unit_pattern=r"chunk(?P<unit>\d+)", worker_pattern=r"^(box\d+)/")
     run = one(RUNS / "custom", layout=layout)
     assert table(run) == {
         "3": ("box7", "failed", "import-error", "root", None),
@@ -316,12 +319,12 @@ def test_bad_inputs_are_problems_and_the_batch_carries_on(broken_run: Path):
 def test_a_file_that_vanishes_mid_batch(tmp_path: Path):
     d = tmp_path / "run"
     shutil.copytree(RUNS / "worker-files", d)
-    plan = rs.plan_run(str(d))
+    plan = plan_run(str(d))
     assert plan.sources == ("worker-0.log", "worker-1.log")
     (d / "worker-0.log").unlink()
     (d / "worker-1.log").rename(d / "w1.tmp")
     os.mkfifo(d / "worker-1.log")  # replaced by a FIFO after discovery: still never opened
-    run = rs.analyse_plans([plan], n_jobs=1).runs[0]
+    run = analyse_plans([plan], n_jobs=1).runs[0]
     assert any(p.startswith("worker-0.log: vanished") for p in run.problems), run.problems
     assert any(p.startswith("worker-1.log") and "FIFO" in p for p in run.problems), run.problems
     assert run.units == [] and not run.readable
@@ -376,7 +379,7 @@ def test_the_answer_is_the_same_for_any_number_of_processes(tmp_path: Path):
         for name in FIXTURES:
             many.append(tmp_path / f"{name}-{k}")
             shutil.copytree(RUNS / name, many[-1])
-    assert len(many) >= rs.RUN_TASKS_MIN_RUNS_PER_WORKER * 2 > len(few)
+    assert len(many) >= RUN_TASKS_MIN_RUNS_PER_WORKER * 2 > len(few)
     for dirs in (few, many):
         one_proc = [r.to_dict() for r in analyse(*dirs, n_jobs=1).runs]
         assert [r.to_dict() for r in analyse(*dirs, n_jobs=2).runs] == one_proc
@@ -405,7 +408,7 @@ def test_dask_cluster_gives_the_local_answer():
     local = [r.to_dict() for r in analyse(*dirs, n_jobs=1).runs]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=":0") as cluster:
-        with rs.dask_backend(cluster.scheduler_address):
+        with dask_backend(cluster.scheduler_address):
             remote = [r.to_dict() for r in analyse(*dirs, n_jobs=-1).runs]
     assert remote == local
 
@@ -413,7 +416,7 @@ def test_dask_cluster_gives_the_local_answer():
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_dask_unreachable_scheduler_is_a_clear_error(monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(rs.dask_backend, "TIMEOUT", 1.0)
+    monkeypatch.setattr(dask_backend, "TIMEOUT", 1.0)
     res = runner.invoke(app, ["runs", "--dask", "tcp://127.0.0.1:9", str(RUNS / "clean")])
     assert res.exit_code == 2, res.output
     assert "cannot reach the dask scheduler at tcp://127.0.0.1:9" in res.output and "Traceback" not in res.output

@@ -13,15 +13,15 @@ once per process and per ledger; ``clear_cache()`` drops them.
 
 from __future__ import annotations
 
-import os
-import threading
-import warnings
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
+import threading
 from typing import Any, Iterable, Mapping, Union
+import warnings
 
 from sigclass.errors import InputError, ModelError, SignatureError
-from sigclass.records import FINDING_KEYS, Finding, fold
+from sigclass.records import Finding, FINDING_KEYS, fold
 
 LedgerArg = Union[None, str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 SIGNATURE_MODES = ("regex", "learned", "both")
@@ -451,15 +451,17 @@ def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures
     Raises InputError when the path is not a directory that can be listed;
     files inside it that cannot be read are reported in ``problems``.
     """
-    from sigclass.runs import assemble as runs
+    from sigclass.runs.discover import plan_run
+    from sigclass.runs.parallel import analyse_plans
+    from sigclass.runs.sources import ScanConfig
 
     if signatures not in SIGNATURE_MODES:
         raise InputError(f"signatures must be one of {', '.join(SIGNATURE_MODES)}, not {signatures!r}")
-    cfg = runs.ScanConfig(ledger=_ledger_key(ledger), signatures=signatures)
-    plan = runs.plan_run(os.fspath(path))
+    cfg = ScanConfig(ledger=_ledger_key(ledger), signatures=signatures)
+    plan = plan_run(os.fspath(path))
     if not plan.listable:
         raise InputError("; ".join(plan.problems) or f"{path}: cannot read this run directory")
     with _scan_lock:
         # a small run is scanned in this process: starting worker processes would cost more than it saves
-        batch = runs.analyse_plans([plan], cfg=cfg, n_jobs=n_jobs, small_in_process=n_jobs == -1)
+        batch = analyse_plans([plan], cfg=cfg, n_jobs=n_jobs, small_in_process=n_jobs == -1)
     return RunAnalysis.from_dict(batch.runs[0].to_dict())

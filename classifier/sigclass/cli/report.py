@@ -41,13 +41,14 @@ def report(
     Exit status as for `runs`: 2 when an input could not be read at all, 1 when failures were found, else 0.
     """
     from sigclass.outputs.report import html as rp
-    from sigclass.runs import assemble as rs
+    from sigclass.runs.layouts import Layout
+    from sigclass.runs.parallel import analyse
 
     from sigclass.cli.runs import scan_config
 
     lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     try:
-        batch = rs.analyse(dirs, cfg=cfg, layout=rs.Layout(unit_pattern, worker_pattern), n_jobs=jobs,
+        batch = analyse(dirs, cfg=cfg, layout=Layout(unit_pattern, worker_pattern), n_jobs=jobs,
                            small_in_process=jobs == -1)
         rp.write_report([rp.run_dict(r) for r in batch.runs], out, families=rp.family_info(lg), title=title)
     except (SigclassError, ModelError) as exc:

@@ -32,14 +32,14 @@ class RunsFmt(str, Enum):
 
 def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
     """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
-    from sigclass.runs import assemble as rs
+    from sigclass.runs.sources import ScanConfig
 
     if jobs == 0:
         err("-j takes a number of processes (1, 2, ...) or -1 for every core")
         raise typer.Exit(2)
     lg, bad_ledger = load_ledger_or_exit(ledger)
     sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    return lg, bad_ledger, rs.ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
 
 
 def _progress(total: int):
@@ -72,21 +72,25 @@ def runs(
 
     Exit status: 2 if an input could not be read at all, else 1 if some unit failed or did not finish, else 0.
     """
-    from sigclass.runs import assemble as rs
+    from sigclass.records import Batch
+    from sigclass.runs.discover import plan_run
+    from sigclass.runs.layouts import Layout
+    from sigclass.runs.parallel import dask_backend, iter_runs
+    from sigclass.runs.summary import render_run, render_text
 
     fmt_v = fmt.value if isinstance(fmt, RunsFmt) else str(fmt)
     if fmt_v == "parquet" and out is None:
         err("--format parquet writes a file; add --out FILE")
         raise typer.Exit(2)
     _, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
-    layout = rs.Layout(unit_pattern, worker_pattern)
+    layout = Layout(unit_pattern, worker_pattern)
     try:
         layout.compiled()
     except SigclassError as exc:
         err(exc)
         raise typer.Exit(2) from None
 
-    plans = [rs.plan_run(d) for d in dict.fromkeys(dirs)]
+    plans = [plan_run(d) for d in dict.fromkeys(dirs)]
     total = sum(len(p.sources) for p in plans)
     # text and jsonl go out run by run as they are known: memory stays flat for a fleet's worth of runs
     streaming = fmt_v in ("text", "jsonl") and history is None
@@ -105,28 +109,28 @@ def runs(
             sink.write(line + "\n")
 
     try:
-        backend = rs.dask_backend(dask) if dask else nullcontext()
+        backend = dask_backend(dask) if dask else nullcontext()
         with backend, _progress(total) as bar:
             tick: Callable[[int], None] | None = None
             if bar is not None:
                 task = bar.add_task("scan", total=total)
                 tick = lambda n: bar.advance(task, n)  # noqa: E731
-            for run in rs.iter_runs(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
+            for run in iter_runs(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
                                     small_in_process=jobs == -1 and not dask):
                 unreadable = unreadable or not run.readable
                 failed = failed or run.failed
                 if not streaming:
                     kept.append(run)
                     continue
-                for line in (rs.render_run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
+                for line in (render_run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
                     write(line)
                 if fmt_v == "jsonl" and not run.readable:
                     for prob in run.problems:
                         err(f"{run.run}: {prob}")
         if not streaming:
-            batch = rs.Batch(kept)
+            batch = Batch(kept)
             if fmt_v == "text":
-                for line in rs.render_text(batch):
+                for line in render_text(batch):
                     write(line)
             elif fmt_v == "jsonl":
                 for r in batch.runs:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 import polars as pl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sigclass.runs.assemble import Run
+    from sigclass.records import Run
 
 STATUS = pl.Enum(["ok", "failed", "incomplete"])
 ROLE = pl.Enum(["root", "cascade"])

@@ -1,0 +1,149 @@
+"""Run layouts: how a log's path and line prefixes name its unit and worker (the contract is runs.md).
+
+Layouts are recognised without configuration: one file per shard grouped by
+worker folders; one file per worker with shard markers inside; one combined
+torchrun / MPI / Ray log whose line prefixes name the ranks; Slurm array files
+(`slurm-<job>_<task>.out`); JSON-lines events with worker and unit fields.
+A `Layout` adds the user's own unit / worker patterns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+
+from sigclass.errors import InputError
+from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES
+
+
+# Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
+WORKER_NAME = re.compile(r"(?i)^(?:worker|gpu|rank|node|host)(?:[_-]?\d+|[_-][a-z0-9]+)$")
+
+
+# Shard files: shard_17, shard-17, shard17, part-00017.
+SHARD_NAME = re.compile(r"(?i)^(?:shard|part)[_-]?(\d+)$")
+
+
+SLURM_NAME = re.compile(r"^slurm-(\d+)_(\d+)$")
+
+
+# Line prefixes that name a rank or a Ray worker in a combined log (read on raw bytes, see `_prefix_census`).
+_CENSUS = re.compile(
+    rb"^(?:\x1b\[[0-9;]*m)*(?:\[(?:rank|default)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,4}): "
+    rb"|\((?:([A-Za-z_][\w.:-]*)[ ,]+)?pid=(\d+)(?:, ip=[\d.:a-f]+)?\) )",
+    re.M,
+)
+
+
+_PREFIX_KINDS = ("rank", "mpi", "tee")  # stream kinds of textnorm._PREFIXES that name a rank
+
+
+_NOT_A_WORKER = ("EngineCore",)  # vLLM's engine subprocess: a part of its worker, never a worker of its own
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Optional user patterns for layouts the built-in rules do not know.
+
+    Each is a regex searched in a source's path relative to its run
+    directory; the group named ``unit`` / ``worker`` (else the first group,
+    else the whole match) is the id.
+    """
+
+    unit_pattern: str | None = None
+    worker_pattern: str | None = None
+
+    def compiled(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        out = []
+        for opt, rx in (("--unit-pattern", self.unit_pattern), ("--worker-pattern", self.worker_pattern)):
+            if not rx:
+                out.append(None)
+                continue
+            try:
+                out.append(re.compile(rx))
+            except re.error as exc:
+                raise InputError(f"{opt} {rx!r} is not a valid regular expression ({exc})") from None
+        return out[0], out[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What a source's path says: `unit` (one file per unit), `slurm` (array task), `worker` or `none`."""
+
+    kind: str
+    unit: str | None
+    worker: str | None
+
+
+def _stem(name: str) -> str:
+    for suf in COMPRESSED:
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+            break
+    for suf in LOG_SUFFIXES:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def _is_jsonl(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    for suf in COMPRESSED:
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    return name.endswith(".jsonl")
+
+
+def norm_id(raw: str) -> str:
+    """A unit or worker id: numbers lose their leading zeros."""
+    raw = raw.strip()
+    return str(int(raw)) if raw.isdigit() else raw
+
+
+def _group(m: re.Match[str], name: str) -> str:
+    gd = m.groupdict()
+    if gd.get(name):
+        return gd[name]
+    for g in m.groups():
+        if g:
+            return g
+    return m.group(0)
+
+
+def identify(rel: str, unit_rx: re.Pattern[str] | None = None, worker_rx: re.Pattern[str] | None = None) -> Identity:
+    parts = rel.split("/")
+    stem = _stem(parts[-1])
+    worker = None
+    if worker_rx is not None:
+        m = worker_rx.search(rel)
+        if m:
+            worker = norm_id(_group(m, "worker"))
+    if worker is None:
+        worker = next((d for d in reversed(parts[:-1]) if WORKER_NAME.match(d)), None)
+    if unit_rx is not None:
+        m = unit_rx.search(rel)
+        if m:
+            return Identity("unit", norm_id(_group(m, "unit")), worker)
+    m = SLURM_NAME.match(stem)
+    if m:
+        task = norm_id(m.group(2))
+        return Identity("slurm", task, task)
+    m = SHARD_NAME.match(stem)
+    if m:
+        return Identity("unit", norm_id(m.group(1)), worker)
+    if worker is None and WORKER_NAME.match(stem):
+        worker = stem
+    return Identity("worker" if worker else "none", None, worker)
+
+
+def _prefix_kind(stream: str) -> str | None:
+    """'rank' / 'mpi' / 'tee' / 'ray' for a stream named by a worker prefix; None otherwise."""
+    if not stream or stream.startswith("w:"):
+        return None
+    head = stream.split("|", 1)[0]
+    kind = head.split(":", 1)[0]
+    if kind in _PREFIX_KINDS:
+        return kind
+    if ":" in head and not kind.startswith(_NOT_A_WORKER):
+        return "ray"
+    return None

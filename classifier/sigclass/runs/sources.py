@@ -1,0 +1,202 @@
+"""Scanning one log source of a run into a small `SourceScan` (runs in worker processes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import os
+from pathlib import Path
+import re
+import stat
+from typing import Any
+import warnings
+
+from sigclass.errors import InputError, SigclassError
+from sigclass.records import Finding
+from sigclass.runs.discover import _kind, _why
+from sigclass.runs.layouts import _CENSUS, _is_jsonl, _NOT_A_WORKER, identify, Identity, Layout, norm_id
+from sigclass.scan.scanner import Marker
+
+
+# torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
+_ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
+
+
+_ROOT_CAUSE_RANK = re.compile(rb"\n\s*rank\s*:\s*(\d+)")
+
+
+ROOT_CAUSE_WINDOW = (40, 15)  # launcher findings this many lines before / after the summary belong to its rank
+
+
+_MAX_EVIDENCE = 3
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """What every scanning process needs to build the same scanner (hashable, picklable)."""
+
+    ledger: tuple[str, ...] = ()
+    signatures: str = "both"
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class SourceScan:
+    """What one source yields, small enough to send between processes."""
+
+    rel: str
+    identity: Identity
+    jsonl: bool
+    findings: list[Finding]
+    markers: list[Marker]
+    kv_worker: str | None
+    ranks: list[str]  # rank / Ray pid ids named by line prefixes (combined logs only)
+    problems: list[str]
+    root_causes: list[tuple[int, str]] = field(default_factory=list)  # (line, rank) of launcher failure summaries
+    first_time: str | None = None
+    last_time: str | None = None
+    readable: bool = False
+
+
+_SCANNERS: dict[ScanConfig, Any] = {}
+
+
+def build_scanner(cfg: ScanConfig):
+    """The scanner for a config, built once per process.
+
+    A model named by the user is loaded now, so a bad one stops the batch
+    with its own message. The shipped model is checked against its pin now
+    and loaded on the first failure block no regex explains (see
+    sigclass.learned).
+    """
+    sc = _SCANNERS.get(cfg)
+    if sc is not None:
+        return sc
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.scan.scanner import Scanner
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ledger = load_ledger(list(cfg.ledger))
+        learned = None
+        if cfg.signatures != "regex":
+            from sigclass.learn.lazy import load_predictor
+
+            learned = load_predictor(Path(cfg.model) if cfg.model else None, ledger)
+    sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
+    _SCANNERS[cfg] = sc
+    return sc
+
+
+def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> SourceScan:
+    """Scan one log source of a run. Never raises for a bad input: what went wrong is a problem."""
+    unit_rx, worker_rx = layout.compiled()
+    ident = identify(rel, unit_rx, worker_rx)
+    jsonl = _is_jsonl(rel)
+    out = SourceScan(rel, ident, jsonl, [], [], None, [], [])
+    path = os.path.join(run_path, rel)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        out.problems.append(f"{rel}: vanished before it could be read; skipped")
+        return out
+    except OSError as exc:
+        out.problems.append(f"{rel}: cannot read ({_why(exc)}); skipped")
+        return out
+    if not stat.S_ISREG(st.st_mode):  # never open a FIFO or a device: it could block forever
+        out.problems.append(f"{rel}: {_kind(st.st_mode)}, not a regular file; not opened")
+        return out
+    scanner = build_scanner(cfg)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = scanner.scan(path, display=rel)
+    except InputError as exc:
+        msg = str(exc)
+        if "no such file" in msg:
+            msg = f"{rel}: vanished before it could be read; skipped"
+        out.problems.append(msg.replace(path, rel))
+        return out
+    except MemoryError:
+        out.problems.append(f"{rel}: out of memory while scanning; skipped")
+        return out
+    except Exception as exc:  # a reader or decoder failure must not stop the batch
+        out.problems.append(f"{rel}: could not be scanned ({type(exc).__name__}: {exc}); skipped")
+        return out
+    out.problems.extend(res.problems)
+    binary = any("binary data" in p for p in res.problems)
+    if res.bytes == 0 and not res.problems:
+        out.problems.append(f"{rel}: empty file; nothing to read")
+    out.readable = res.bytes > 0 and not binary
+    out.first_time, out.last_time = res.first_time, res.last_time
+    kv = res.workers_kv
+    raw_kv = kv.get("worker") or kv.get("rank") or kv.get("gpu")
+    out.kv_worker = norm_id(raw_kv) if raw_kv else None
+    for f in res.findings:
+        f.block = []
+        f.facts = {}
+        f.evidence = [e[:400] for e in f.evidence[-_MAX_EVIDENCE:]]
+        out.findings.append(f)
+    out.markers = list(res.markers)
+    if ident.kind == "none" and not jsonl and out.readable:
+        out.ranks, out.root_causes = _prefix_census(path, rel)
+    return out
+
+
+def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """Every rank / Ray pid named by a line prefix of a combined log, and the rank each launcher failure
+    summary names with its line (one cheap pass over raw bytes)."""
+    from sigclass.scan.reader import open_source
+
+    seen: dict[str, None] = {}
+    causes: list[tuple[int, str]] = []
+    lines = 0
+
+    def take(buf: bytes) -> None:
+        nonlocal lines
+        for m in _ROOT_CAUSE.finditer(buf):
+            r = _ROOT_CAUSE_RANK.search(buf, m.end(), m.end() + 2000)
+            if r:
+                causes.append((lines + buf.count(b"\n", 0, m.start()) + 1, norm_id(r.group(1).decode())))
+        lines += buf.count(b"\n")
+        for m in _CENSUS.finditer(buf):
+            if m.group(5) is not None:
+                name = (m.group(4) or b"").decode("ascii", "replace")
+                if not name.startswith(_NOT_A_WORKER):
+                    seen.setdefault(norm_id(m.group(5).decode()), None)
+            else:
+                val = m.group(1) or m.group(2) or m.group(3)
+                seen.setdefault(norm_id(val.decode()), None)
+
+    tail = b""
+    skip = False  # inside an over-long line whose head was already looked at
+    try:
+        stream = open_source(path)
+    except (OSError, SigclassError):
+        return [], []
+    try:
+        while True:
+            data = stream.read(4 << 20)
+            if not data:
+                break
+            if skip:
+                nl = data.find(b"\n")
+                if nl == -1:
+                    continue
+                data, skip = data[nl + 1:], False
+            buf = tail + data
+            cut = buf.rfind(b"\n") + 1
+            take(buf[:cut])
+            tail = buf[cut:]
+            if len(tail) > 65536:  # a prefix sits at a line's start: the head of a long line is enough
+                take(tail[:256] + b"\n")
+                tail, skip = b"", True
+    except Exception:  # a truncated or corrupt stream: the scan reports it; keep what was read
+        pass
+    finally:
+        try:
+            stream.close()
+        except Exception:
+            pass
+    if tail:
+        take(tail)
+    return list(seen), causes
