@@ -62,7 +62,7 @@ def ledger_render(
 def ledger_patterns(ledger: LedgerOpt = None) -> None:
     """Print every evidence pattern in prefilter form, one per line (for grep -E -f / rg -f)."""
     from sigclass.scan.prefilter import prefilter_form
-    from sigclass.scan.scanner import GENERIC, G_KV, G_MARK
+    from sigclass.scan.triggers import G_KV, G_MARK, GENERIC
 
     lg, _ = load_ledger_or_exit(ledger)
     for sig in lg:

@@ -18,7 +18,7 @@ from sigclass.runs.discover import RunPlan
 from sigclass.runs.layouts import _prefix_kind, _stem, Identity, norm_id
 from sigclass.runs.sources import _MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
 from sigclass.runs.summary import _natural, headline
-from sigclass.scan.scanner import Marker
+from sigclass.scan.blocks import Marker
 from sigclass.text.lines import fingerprint as _fingerprint
 
 

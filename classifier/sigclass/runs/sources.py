@@ -14,7 +14,7 @@ from sigclass.errors import InputError, SigclassError
 from sigclass.records import Finding
 from sigclass.runs.discover import _kind, _why
 from sigclass.runs.layouts import _CENSUS, _is_jsonl, _NOT_A_WORKER, identify, Identity, Layout, norm_id
-from sigclass.scan.scanner import Marker
+from sigclass.scan.blocks import Marker
 
 
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself

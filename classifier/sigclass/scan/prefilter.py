@@ -12,12 +12,12 @@ the block, with a time limit, so they cost speed but never correctness.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from pathlib import Path
 import re
 import sys
-from pathlib import Path
-import warnings
-from collections import defaultdict
 from typing import Iterable
+import warnings
 
 import regex
 

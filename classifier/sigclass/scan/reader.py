@@ -8,15 +8,15 @@ failure block that has ended while the writer still holds the pipe open.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import gzip
 import io
 import os
+from pathlib import Path
 import select
 import stat
-import zlib
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import BinaryIO, Iterator
+import zlib
 
 from sigclass.errors import InputError
 

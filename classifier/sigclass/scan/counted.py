@@ -1,0 +1,82 @@
+"""Counted evidence: a pattern that names a family only after it was seen N times (`min_count`), and side hits (facts, markers, key=value)."""
+
+from __future__ import annotations
+
+from sigclass.scan.blocks import Marker
+from sigclass.scan.triggers import FAIL_VERBS, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
+from sigclass.text.lines import Line
+
+
+class CountedEvidence:
+    """Counted patterns, facts, shard markers and key=value fields of one source (a part of `ScanState`)."""
+
+    def _side_hits(self, ln: Line, lineno: int, pids: set[int]) -> None:
+        for pid in pids:
+            fp = self.sc.fact_pat.get(pid)
+            if fp is not None:
+                m = self.sc.guard.search(fp, ln.content)
+                if m is not None and m.group(fp.fact) is not None:
+                    self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
+        if G_MARK in pids:
+            for rx in (MARKER, MARKER_PRE):
+                # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body
+                m = rx.search(ln.content if rx is MARKER else ln.body)
+                verb = m["verb"].lower() if m else ""
+                kind = ("start" if verb in START_VERBS else "ok" if verb in OK_VERBS
+                        else "failed" if verb in FAIL_VERBS else None)
+                if kind:
+                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self._cur_time(), ln.worker, ln.stream,
+                                               ln.body.strip()[:300]))
+                    break
+        if G_KV in pids:
+            for m in KV.finditer(ln.content):
+                self.kv.setdefault(m["key"], m["val"])
+        for pid in pids:
+            need = self.sc.counted.get(pid)
+            if need is not None:
+                self._count(self.sc.any_family[pid], pid, need, ln, lineno)
+
+    def _count(self, fam: str, pid: int, need: int, ln: Line, lineno: int) -> None:
+        sig = self.sc.ledger[fam]
+        learned_mode = self.sc.signatures == "learned"
+        if learned_mode and (self.sc.learned is None or (fam, ln.worker) in self.declined):
+            return
+        family_wide = sig.min_count > 1  # all the family's patterns feed one counter
+        pats = [p for p in sig.any if p.index in self.sc.counted] if family_wide else \
+            [p for p in sig.any if p.index == pid]
+        if not any(self.sc.guard.search(p, ln.content) for p in pats):
+            return
+        if any(self.sc.guard.search(p, ln.content) for p in sig.none):
+            return
+        key = (fam, ln.worker) if family_wide else (fam, ln.worker, pid)
+        if (fam, ln.worker) in self.counters and key != (fam, ln.worker):
+            key = (fam, ln.worker)  # the family already fired for this worker: later lines add to that finding
+        done = self.counters.get(key)
+        if done is not None:
+            done.count += 1
+            done.lines.append(lineno)
+            done.end_line = lineno
+            return
+        seen = self.counts.setdefault(key, [])
+        seen.append((lineno, ln, self._cur_time()))
+        if len(seen) < need:
+            return
+        first_line, _, first_time = seen[0]
+        ev = [x.content for _, x, _ in seen[:3]]
+        method, conf = "regex", 1.0
+        if learned_mode:
+            # in learned mode the counted lines are only evidence: the model says what they are, or nothing
+            guess = self._ask_learned([x.body for _, x, _ in seen], ln.worker)
+            if guess is None or guess[0] not in self.sc.ledger:
+                self.declined.add((fam, ln.worker))
+                del self.counts[key]
+                return
+            sig, method, conf = self.sc.ledger[guess[0]], "learned", guess[1]
+        f = self._make(sig, ev, conf, method, first_line, lineno, first_time, ln.worker, ln.stream, None,
+                       [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
+        f.count = len(seen)
+        f.lines = [a for a, _, _ in seen]
+        self.counters[key] = f
+        self.counters.setdefault((fam, ln.worker), f)
+        del self.counts[key]
+        self._emit(f)

@@ -1,0 +1,360 @@
+"""The state of one source being scanned: lines in, failure blocks assembled per stream, findings out."""
+
+from __future__ import annotations
+
+from typing import Callable, TYPE_CHECKING
+
+import time as _time
+
+from sigclass.ledger.pack import Signature
+from sigclass.records import Finding
+from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
+from sigclass.scan.clock import SourceClock
+from sigclass.scan.counted import CountedEvidence
+from sigclass.scan.reader import SourceState
+from sigclass.scan.triggers import (
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
+    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
+)
+from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
+
+if TYPE_CHECKING:
+    from sigclass.scan.scanner import Scanner
+
+
+class ScanState(SourceClock, CountedEvidence):
+    """The state of one source being scanned."""
+
+    def __init__(self, scanner: Scanner, state: SourceState, on_finding: Callable[[Finding], None] | None) -> None:
+        self.sc = scanner
+        self.state = state
+        self.on_finding = on_finding
+        self.lineno = 0  # lines fully consumed so far
+        self.open: dict[str, OpenBlock] = {}
+        self.findings: list[Finding] = []
+        self.roots: list[Finding] = []
+        self.markers: list[Marker] = []
+        self.kv: dict[str, str] = {}
+        self.facts: dict[str, dict[str, str]] = {}
+        self.counters: dict[tuple[str, str | None], Finding] = {}
+        self.pending: list[Finding] = []
+        self._lo = 0  # where the current span starts: look-backs stop there
+        self._hits: dict[int, set[int]] = {}
+        self._cur: tuple[bytes, int, Line] | None = None
+        self.bytes_seen = 0
+        self.counts: dict[tuple[str, str | None], list] = {}
+        self.declined: set[tuple[str, str | None]] = set()  # counted evidence the learned model abstained on
+        self.last_time: str | None = None
+        self.first_time: str | None = None
+        self.year: int | None = None
+        self.live_clock = _time.monotonic
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None) -> None:
+        """Process the whole lines in buf[start:end] (the rest of buf is not looked at); hits, when
+        given, are the prefilter's answer for the whole of buf."""
+        n = len(buf) if end is None else end
+        self._lo = start
+        if hits is None:
+            hits = self.sc.engine.scan(buf)
+        if start or n != len(buf):
+            hits = {k: v for k, v in hits.items() if start <= k < n}
+        self._hits = hits
+        if self.first_time is None and self.lineno < 50:
+            self._first_time_from_head(buf, start, n)
+        self.bytes_seen += n - start
+        starts = sorted(hits)
+        pos = start
+        hi = 0
+        lineno = self.lineno
+        nstarts = len(starts)
+        count = newlines if self.bytes_seen > (8 << 20) else bytes_newlines
+        while pos < n:
+            if not self.open:
+                while hi < nstarts and starts[hi] < pos:
+                    hi += 1
+                if hi >= nstarts:
+                    lineno += count(buf, pos, n)
+                    pos = n
+                    break
+                target = starts[hi]
+                lineno += count(buf, pos, target)
+                pos = target
+            le = buf.find(b"\n", pos, n)
+            le = n if le == -1 else le
+            pids = hits.get(pos)
+            self._line(buf, pos, le, lineno + 1, pids)
+            lineno += 1
+            pos = le + 1
+        self.lineno = lineno
+        if self.state.live and self.open:
+            # on a live pipe, a failure whose exception line has been seen ends when its stream goes quiet,
+            # even while other workers keep writing
+            now = self.live_clock()
+            for stream, blk in list(self.open.items()):
+                if blk.phase not in ("frames", "chain") and now - blk.wall > LIVE_QUIET:
+                    self._close(stream)
+            self._release()
+        self._update_time_from_tail(buf, start, n)
+
+    def idle(self) -> None:
+        """A live pipe went quiet: every open block has ended."""
+        for stream in list(self.open):
+            self._close(stream)
+        self._release()
+
+    def finish(self) -> None:
+        for stream in list(self.open):
+            self._close(stream)
+        self._release()
+
+    # ------------------------------------------------------------------ per line
+    def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
+        raw = buf[ls:le].decode("utf-8", "replace")
+        ln = split_line(raw)
+        if ln.line_override is not None:
+            lineno = ln.line_override
+        self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
+        if pids:
+            self._side_hits(ln, lineno, pids)
+        # expire blocks of other streams that have been quiet for too long
+        for stream, blk in list(self.open.items()):
+            if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):
+                self._close(stream)
+        blk = self.open.get(ln.stream)
+        if blk is not None:
+            if self._continues(blk, ln, pids):
+                blk.lines.append((lineno, ln))
+                blk.line_pids.append(pids)
+                blk.last = lineno
+                blk.wall = self.live_clock()
+                if pids:
+                    blk.pids |= pids
+                if len(blk.lines) >= MAX_BLOCK_LINES:
+                    self._close(ln.stream)
+                return
+            self._close(ln.stream)
+        if pids and self._starts_block(ln, pids):
+            self._open(buf, ls, ln, lineno, pids)
+
+    def _starts_block(self, ln: Line, pids: set[int]) -> bool:
+        for p in pids:
+            if p in BLOCK_STARTERS:
+                if p == G_EXC and not EXC_LINE.match(ln.body.lstrip()):
+                    continue
+                return True
+            if p in self.sc.any_family and p not in self.sc.counted:
+                return True
+        return False
+
+    def _open(self, buf: bytes, ls: int, ln: Line, lineno: int, pids: set[int]) -> None:
+        body = ln.body
+        if "Traceback (most recent call last)" in body:
+            kind, phase = "tb", "frames"
+        elif G_CPP in pids or CPP_CONT.match(body.lstrip()):
+            kind, phase = "cpp", "msg"
+        else:
+            kind, phase = "line", "msg"
+        blk = OpenBlock(ln.stream, ln.worker, kind, phase, header_tag(ln.header), ln.header, lineno, lineno,
+                     self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
+        blk.own_time = bool(ln.time_override) or parse_time(ln.content, self.year) is not None
+        blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
+            G_EXC in pids and bool(EXC_LINE.match(body.lstrip())))
+        if kind != "tb":
+            # a headless traceback: take the frame lines just above the exception line
+            above = self._frames_above(buf, ls, ln, lineno)
+            blk.lines.extend((no, x) for no, x, _ in above)
+            blk.line_pids.extend(lp for _, _, lp in above)
+            if blk.lines:
+                blk.start = blk.lines[0][0]
+                blk.shaped = blk.shaped or G_EXC in pids
+        blk.lines.append((lineno, ln))
+        blk.line_pids.append(pids)
+        self.open[ln.stream] = blk
+
+    def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
+        out: list[tuple[int, Line, set[int] | None]] = []
+        end = ls - 1
+        back = 0
+        lo = self._lo
+        while end > lo and back < 60 and len(out) < 40:
+            start = max(buf.rfind(b"\n", lo, end) + 1, lo)
+            prev = split_line(buf[start:end].decode("utf-8", "replace"))
+            back += 1
+            if prev.stream != ln.stream:
+                end = start - 1
+                continue
+            b = prev.body
+            if b.startswith((" ", "\t")) and b.strip():
+                out.append((lineno - back, prev, self._hits.get(start)))
+                end = start - 1
+                continue
+            if "Traceback (most recent call last)" in b:
+                out.append((lineno - back, prev, self._hits.get(start)))
+            break
+        out.reverse()
+        return out
+
+    def _continues(self, blk: OpenBlock, ln: Line, pids: set[int] | None) -> bool:
+        body = ln.body
+        stripped = body.strip()
+        same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)
+        if blk.kind == "tb" and blk.phase in ("frames", "chain"):
+            if not stripped:
+                return True
+            if body[:1] in (" ", "\t") or "Traceback (most recent call last)" in body or CHAIN.search(body):
+                if "Traceback (most recent call last)" in body:
+                    blk.phase = "frames"
+                return True
+            if blk.phase == "chain":
+                return False
+            blk.phase = "exc"
+            blk.shaped = True
+            blk.msg_lines = 0
+            return True
+        # after the exception line, or in a one-line / C++ block
+        if "Traceback (most recent call last)" in body:
+            if blk.kind == "tb" and body.lstrip().startswith("Original Traceback"):
+                # torch re-raises a DataLoader worker's exception with the worker's traceback in its message
+                blk.phase = "frames"
+                return True
+            if blk.kind != "tb":  # `ERROR ... failed: X` (or kernel assertion lines) then its traceback: one failure
+                blk.kind, blk.phase = "tb", "frames"
+                return True
+            if blk.kind == "tb" and blk.phase == "chain_wait":
+                blk.phase = "frames"
+                return True
+            return False
+        if CHAIN.search(body):
+            blk.phase = "chain" if blk.kind == "tb" else blk.phase
+            return blk.kind == "tb"
+        if not stripped:
+            if blk.kind == "tb":
+                blk.phase = "chain_wait"
+                return True
+            return False
+        if blk.phase == "chain_wait":
+            return False
+        if CPP_CONT.match(stripped):
+            return True
+        if not same_record or NEW_RECORD.match(stripped):
+            return False
+        if blk.msg_lines >= MAX_MSG_LINES:
+            return False
+        blk.msg_lines += 1
+        return True
+
+    # ------------------------------------------------------------------ closing
+    def _close(self, stream: str) -> None:
+        blk = self.open.pop(stream, None)
+        if blk is None:
+            return
+        # drop trailing blank lines
+        while blk.lines and not blk.lines[-1][1].body.strip():
+            blk.lines.pop()
+        if not blk.lines:
+            return
+        texts = [ln.content for _, ln in blk.lines]
+        bodies = [ln.body for _, ln in blk.lines]
+        worker = blk.worker
+
+        def fact(name: str) -> str | None:
+            for key in (worker or "", ""):
+                v = self.facts.get(key, {}).get(name)
+                if v is not None:
+                    return v
+            for d in self.facts.values():
+                if name in d:
+                    return d[name]
+            return None
+
+        if not blk.own_time:
+            # the failure's own first timestamp beats the one inherited from another stream's line above
+            for _, x in blk.lines[:20]:
+                t = parse_time(x.content, self.year)
+                if t is not None:
+                    blk.time = t
+                    break
+        res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
+        end_line = blk.lines[-1][0]
+        unit = blk.unit
+        if res is not None:
+            sig, ev, conf = res
+            key_lines = [strip_ts(e) for e in ev[-1:]]
+            f = self._make(sig, ev[:5], conf, "regex", blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
+            self._emit(f)
+            return
+        if self.sc.learned is not None and (blk.shaped or self.sc.signatures == "learned"):
+            guess = self._ask_learned(bodies, worker)
+            if guess is not None:
+                fid, prob = guess
+                sig = self.sc.ledger.signatures.get(fid)
+                if sig is not None:
+                    ev = exception_lines(bodies)
+                    f = self._make(sig, ev, prob, "learned", blk.start, end_line, blk.time, worker, stream, unit, bodies,
+                                   [strip_ts(e) for e in ev[:1]])
+                    self._emit(f)
+                    return
+        if not blk.shaped:
+            return
+        ev = exception_lines(bodies)
+        f = Finding(
+            family="unknown", title="Failure no signature explains", role="root", status="unknown",
+            confidence=0.0, method="none", source=self.state.name, line=blk.start, end_line=end_line,
+            time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint(["unknown", *ev[-2:]]),
+            mitigation="", family_role="root", unit=unit, stream=stream, block=bodies,
+        )
+        self._emit(f)
+
+    def _ask_learned(self, bodies: list[str], worker: str | None) -> tuple[str, float] | None:
+        """The learned callback's guess; one that sets `wants_facts` also gets the source's facts for the worker."""
+        if getattr(self.sc.learned, "wants_facts", False):
+            facts = {**self.facts.get("", {}), **self.facts.get(worker or "", {})}
+            return self.sc.learned(bodies, facts)  # type: ignore[call-arg, misc]
+        return self.sc.learned(bodies)  # type: ignore[misc]
+
+    def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
+              worker: str | None, stream: str, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
+        facts = {}
+        for d in (self.facts.get("", {}), self.facts.get(worker or "", {})):
+            facts.update(d)
+        return Finding(
+            family=sig.id, title=sig.title, role=sig.role, status=sig.status, confidence=round(conf, 3),
+            method=method, source=self.state.name, line=line, end_line=end, time=t, worker=worker,
+            evidence=[e.strip() for e in ev], fingerprint=fingerprint([sig.id, *key_lines]),
+            mitigation=sig.mitigation, probes=list(sig.probes), caveats=list(sig.caveats),
+            supersedes=[{"id": s.id, "note": s.note} for s in sig.supersedes],
+            superseded_by=[{"id": s.id, "note": s.note} for s in sig.superseded_by],
+            family_role=sig.role, unit=unit, stream=stream, block=bodies, facts=facts,
+        )
+
+    def _emit(self, f: Finding) -> None:
+        """Queue a finding; it is released once no earlier-starting block is still open."""
+        self.pending.append(f)
+        self._release()
+
+    def _release(self) -> None:
+        if not self.pending:
+            return
+        floor = min((b.start for b in self.open.values()), default=None)
+        self.pending.sort(key=lambda f: f.line)
+        while self.pending and (floor is None or self.pending[0].line < floor):
+            self._publish(self.pending.pop(0))
+
+    def _publish(self, f: Finding) -> None:
+        if f.family_role == "secondary":
+            # the latest root of the same worker; else, as in a distributed job, the latest root in the source
+            root = next((r for r in reversed(self.roots) if r.worker == f.worker or r.worker is None or f.worker is None),
+                        self.roots[-1] if self.roots else None)
+            if root is not None:
+                f.role = "secondary"
+                f.root = root.pointer()
+            else:
+                f.role = "root"
+        else:
+            f.role = "root"
+            self.roots.append(f)
+        f.lines = [f.line] if not f.lines else f.lines
+        self.findings.append(f)
+        if self.on_finding is not None:
+            self.on_finding(f)
