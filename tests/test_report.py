@@ -23,7 +23,9 @@ from conftest import FILES, REPO
 from typer.testing import CliRunner
 
 from sigclass.cli.app import app
-from sigclass.outputs.report import html as rp
+from sigclass.outputs.report.geometry import BASE_W, layout, MAX_W, MIN_BAR
+from sigclass.outputs.report.html import render, run_dict, write_report
+from sigclass.outputs.report.markup import esc
 
 runner = CliRunner()
 CASCADE = FILES / "report" / "cascade"
@@ -193,7 +195,7 @@ def test_timeline_lanes_and_bars(dom: Node) -> None:
     for lane in run.select("g", "lane"):
         for bar in lane.select("rect", "unit"):
             assert bar.attrs["data-worker"] == lane.attrs["data-worker"]
-            assert float(bar.attrs["width"]) >= rp.MIN_BAR
+            assert float(bar.attrs["width"]) >= MIN_BAR
     # bars of one lane do not overlap and follow the log order
     xs = [(float(b.attrs["x"]), float(b.attrs["width"])) for b in _run(dom, "cascade").select("g", "lane", data_worker="gpu0")[0].select("rect", "unit")]
     assert all(a[0] + a[1] <= b[0] + 1e-6 for a, b in zip(xs, xs[1:]))
@@ -262,17 +264,17 @@ def test_units_without_times_are_laid_out_by_order(dom: Node) -> None:
 @needs_chromium
 def test_a_thousand_units_render_and_stay_readable(tmp_path: Path) -> None:
     run = big_run(1000, 20)
-    page = rp.write_report([run], tmp_path / "big.html")
+    page = write_report([run], tmp_path / "big.html")
     dom = dump_dom(page, tmp_path)
     bars = dom.select("rect", "unit")
     assert len(bars) == 1000
-    assert all(float(b.attrs["width"]) >= rp.MIN_BAR for b in bars)
+    assert all(float(b.attrs["width"]) >= MIN_BAR for b in bars)
     labels = dom.select("text", "unit-label")
     assert 0 < len(labels) < 1000  # thinned: only bars wide enough carry one
     assert len(dom.select("g", "lane")) == 20
     # a dense run scrolls sideways inside its box instead of squeezing bars below their minimum
     assert dom.select("div", "tl-scroll")
-    assert rp.BASE_W < float(dom.select("svg", "tl-chart")[0].attrs["width"]) <= rp.MAX_W
+    assert BASE_W < float(dom.select("svg", "tl-chart")[0].attrs["width"]) <= MAX_W
     shot = tmp_path / "big.png"
     res = chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", "--hide-scrollbars")
     assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
@@ -314,7 +316,7 @@ def test_page_is_self_contained_and_escaped(page: Path) -> None:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
     # the injected line is in the file only in escaped form
     assert INJECTED not in text
-    assert rp.esc(INJECTED) in text
+    assert esc(INJECTED) in text
     assert text.count("<script") == 1
 
 
@@ -325,7 +327,7 @@ def test_attributes_are_quoted_and_escaped() -> None:
         {"unit": "c", "worker": nasty, "status": "incomplete", "family": None, "role": "cascade", "root": "a&b", "time": None},
     ], "roots": [{"unit": "a&b", "worker": nasty, "family": 'x"y', "evidence": ["<img src=x onerror=alert(2)>"]}],
         "systematic": [], "problems": ["<b>bad</b> file"], "summary": "<i>s</i>"}
-    text = rp.render([run])
+    text = render([run])
     assert "<img" not in text and "<b>bad" not in text and "<i>s" not in text
     root = parse(text)
     assert {n.attrs["data-worker"] for n in root.select("g", "lane")} == {nasty}
@@ -341,7 +343,7 @@ def test_layout_fills_missing_times_between_neighbours() -> None:
         {"unit": "3", "worker": "w", "status": "ok", "time": (t + timedelta(minutes=20)).isoformat()},
         {"unit": "4", "worker": "v", "status": "ok", "time": None},
     ]}
-    lay = rp.layout(run)
+    lay = layout(run)
     assert lay.mode == "time"
     b = lay.by_key
     assert b["2"].start == t + timedelta(minutes=10)
@@ -378,8 +380,8 @@ def test_report_matches_the_run_object(run_dir: Path) -> None:
     from sigclass.runs.parallel import analyse
 
     run = analyse([str(run_dir)], n_jobs=1).runs[0]
-    d = rp.run_dict(run)
-    root = parse(rp.render([d]))
+    d = run_dict(run)
+    root = parse(render([d]))
     assert len(root.select("rect", "unit")) == len(d["units"])
     assert {n.attrs["data-worker"] for n in root.select("g", "lane")} == {str(u["worker"] or "?") for u in d["units"]}
     assert sorted(n.attrs["data-unit"] for n in root.select(cls="root-marker")) == sorted(r["unit"] for r in d["roots"])

@@ -40,7 +40,7 @@ def report(
 
     Exit status as for `runs`: 2 when an input could not be read at all, 1 when failures were found, else 0.
     """
-    from sigclass.outputs.report import html as rp
+    from sigclass.outputs.report.html import family_info, run_dict, write_report
     from sigclass.runs.layouts import Layout
     from sigclass.runs.parallel import analyse
 
@@ -50,7 +50,7 @@ def report(
     try:
         batch = analyse(dirs, cfg=cfg, layout=Layout(unit_pattern, worker_pattern), n_jobs=jobs,
                            small_in_process=jobs == -1)
-        rp.write_report([rp.run_dict(r) for r in batch.runs], out, families=rp.family_info(lg), title=title)
+        write_report([run_dict(r) for r in batch.runs], out, families=family_info(lg), title=title)
     except (SigclassError, ModelError) as exc:
         err(exc)
         raise typer.Exit(2) from None
