@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-from sigclass.learn import artefact
-from sigclass.learn import compact
-from sigclass.learn import train as learn
-from sigclass.errors import ModelError
-from sigclass.scan.scanner import Scanner
-
 from conftest import REPO
+
+from sigclass.errors import ModelError
+from sigclass.learn import artefact, compact
+from sigclass.learn.blocktext import block_input
+from sigclass.learn.corpus import corpus_files
+from sigclass.scan.scanner import Scanner
 
 SHIPPED = artefact.shipped_dir() / compact.COMPACT_FILE
 
@@ -26,12 +25,12 @@ def corpus_blocks(ledger) -> list[str]:
     texts: list[str] = []
 
     def rec(bodies, facts=None):
-        texts.append(learn.block_input(bodies, facts))
+        texts.append(block_input(bodies, facts))
         return None
 
     rec.wants_facts = True  # type: ignore[attr-defined]
     sc = Scanner(ledger, signatures="learned", learned=rec)
-    for path, _ in learn.corpus_files([REPO / "corpus"]):
+    for path, _ in corpus_files([REPO / "corpus"]):
         sc.scan(str(path))
     assert len(texts) > 100
     return texts

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import struct
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DEVSET, REPO
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from typer.testing import CliRunner
 
-from sigclass.learn import artefact
-from sigclass.learn import train as learn
 from sigclass.cli.app import app
 from sigclass.errors import ModelError
-from sigclass.learn.train import CalibratedLinearClassifier
-from sigclass.scan.scanner import Scanner
+from sigclass.learn import artefact
+from sigclass.learn.blocktext import block_input, normalise_block
+from sigclass.learn.corpus import corpus_files, corpus_hash, ledger_hash, shipped_corpus
+from sigclass.learn.predictor import load_pipeline, ModelWarning, Predictor, predictor_from
 from sigclass.learn.scoring import score
-
-from conftest import DEVSET, REPO
+from sigclass.learn.estimator import CalibratedLinearClassifier
+from sigclass.learn.train import train
+from sigclass.scan.scanner import Scanner
 
 runner = CliRunner()
 
@@ -94,8 +96,8 @@ def _write_corpus(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory, ledger):
     root = _write_corpus(tmp_path_factory.mktemp("corpus"))
-    files = learn.corpus_files([root])
-    trained = learn.train(files, ledger, folds=3)
+    files = corpus_files([root])
+    trained = train(files, ledger, folds=3)
     return root, trained
 
 
@@ -108,7 +110,7 @@ def data_dir(tmp_path, monkeypatch) -> Path:
 
 def test_fit_predict_on_a_tiny_corpus(tiny, ledger):
     _, trained = tiny
-    pred = learn.Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
+    pred = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
     got = pred(_oom(77).splitlines())
     assert got is not None and got[0] == "cuda-oom" and 0 < got[1] <= 1
     got = pred(_segv(55).splitlines())
@@ -119,15 +121,15 @@ def test_fit_predict_on_a_tiny_corpus(tiny, ledger):
 
 def test_abstains_on_clean_text_and_on_what_it_has_not_seen(tiny):
     _, trained = tiny
-    pred = learn.Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
+    pred = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
     assert pred(_clean(99).splitlines()) is None
-    strict = learn.Predictor(trained.pipeline, 0.999, trained.meta)
+    strict = Predictor(trained.pipeline, 0.999, trained.meta)
     assert strict(["ValueError: shapes (3,4) and (5,6) not aligned"]) is None
 
 
 def test_learned_findings_say_learned_and_give_the_probability(tiny, ledger):
     _, trained = tiny
-    pred = learn.Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
+    pred = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
     res = Scanner(ledger, signatures="learned", learned=pred).scan_text(_oom(5))
     (f,) = [f for f in res.findings if f.family == "cuda-oom"]
     assert f.method == "learned" and 0 < f.confidence <= 1
@@ -135,8 +137,8 @@ def test_learned_findings_say_learned_and_give_the_probability(tiny, ledger):
 
 def test_training_is_reproducible(tiny, ledger):
     root, _ = tiny  # (the fixture's model has been used, and a used vectorizer caches a memory address)
-    trained = learn.train(learn.corpus_files([root]), ledger, folds=3)
-    again = learn.train(learn.corpus_files([root]), ledger, folds=3)
+    trained = train(corpus_files([root]), ledger, folds=3)
+    again = train(corpus_files([root]), ledger, folds=3)
     a = artefact.dump_bytes(trained.pipeline, {**trained.meta, "created": "x"})
     b = artefact.dump_bytes(again.pipeline, {**again.meta, "created": "x"})
     assert a == b
@@ -158,7 +160,7 @@ def test_artefact_round_trip(tiny, tmp_path, ledger):
         assert key in meta
     obj, meta2 = artefact.load(path, trusted={digest})
     assert meta2 == meta
-    pred = learn.predictor_from(obj, meta, ledger, str(path), "x")
+    pred = predictor_from(obj, meta, ledger, str(path), "x")
     assert pred(_oom(3).splitlines())[0] == "cuda-oom"
 
 
@@ -166,10 +168,10 @@ def test_train_records_the_file_in_the_trust_list(tiny, tmp_path, data_dir, ledg
     path = tmp_path / "m.joblib"
     digest = _saved(tiny, path)
     with pytest.raises(ModelError, match=r"did not train.*sigclass train --out"):
-        learn.load_predictor(path, ledger)
+        load_pipeline(path, ledger)
     artefact.trust(path, digest)
     assert digest in artefact.trusted_hashes()
-    assert learn.load_predictor(path, ledger) is not None
+    assert load_pipeline(path, ledger) is not None
 
 
 def _mutate(path: Path, fn) -> None:
@@ -240,7 +242,7 @@ def test_refuses_an_untrusted_file_without_unpickling(tiny, tmp_path, data_dir, 
 
     monkeypatch.setattr(joblib, "load", lambda *a, **k: pytest.fail("unpickled an untrusted file"))
     with pytest.raises(ModelError, match=rf"{path}: refusing.*sigclass train --out {path}"):
-        learn.load_predictor(path, ledger)
+        load_pipeline(path, ledger)
 
 
 def test_shipped_model_pin_mismatch_and_missing_pin(tiny, tmp_path):
@@ -264,14 +266,14 @@ def test_refuses_labels_the_ledger_does_not_define(tiny, ledger):
     _, trained = tiny
     small = Ledger([s for s in ledger if s.id != "segfault"])
     with pytest.raises(ModelError, match=r"segfault.*--ledger"):
-        learn.predictor_from(trained.pipeline, trained.meta, small, "m.joblib", "sigclass train --out m.joblib")
+        predictor_from(trained.pipeline, trained.meta, small, "m.joblib", "sigclass train --out m.joblib")
 
 
 def test_ledger_change_warns_but_loads(tiny, ledger):
     _, trained = tiny
     meta = {**trained.meta, "ledger_hash": "0" * 16}
-    with pytest.warns(learn.ModelWarning, match="trained against ledger 0000000000000000.*sigclass train"):
-        pred = learn.predictor_from(trained.pipeline, meta, ledger, "stale-model-for-test", "sigclass train --out m")
+    with pytest.warns(ModelWarning, match="trained against ledger 0000000000000000.*sigclass train"):
+        pred = predictor_from(trained.pipeline, meta, ledger, "stale-model-for-test", "sigclass train --out m")
     assert pred is not None
 
 
@@ -322,8 +324,8 @@ SHIPPED = REPO / "classifier" / "sigclass" / "data" / artefact.SHIPPED_FILE
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
 def test_shipped_model_loads_verified(ledger):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", learn.ModelWarning)  # the shipped model never nags at scan time
-        pred = learn.load_predictor(None, ledger)
+        warnings.simplefilter("error", ModelWarning)  # the shipped model never nags at scan time
+        pred = load_pipeline(None, ledger)
     assert pred is not None
     assert SHIPPED.stat().st_size < 2 << 20
     assert pred.meta["sklearn"] and pred.meta["corpus_hash"]
@@ -338,11 +340,11 @@ def _known_family_rate(scanner, root) -> tuple[float, list]:
 def test_shipped_model_freshness_is_reported(ledger):
     """A stale shipped model still works (ledger changes only warn); say so with the rebuild command."""
     meta, _, _ = artefact.read_header(SHIPPED)
-    corpus = learn.shipped_corpus()
+    corpus = shipped_corpus()
     stale = []
-    if meta["ledger_hash"] != learn.ledger_hash(ledger):
+    if meta["ledger_hash"] != ledger_hash(ledger):
         stale.append("ledger")
-    if corpus is not None and meta["corpus_hash"] != learn.corpus_hash(learn.corpus_files([corpus])):
+    if corpus is not None and meta["corpus_hash"] != corpus_hash(corpus_files([corpus])):
         stale.append("corpus")
     if stale:
         warnings.warn(f"the shipped model predates the current {' and '.join(stale)}; "
@@ -357,8 +359,8 @@ def corpus_model(ledger):
     """The model trained on the shipped corpus, once per session (3 folds keep it quick)."""
     if not CORPUS.is_dir():
         pytest.skip("no corpus in this tree")
-    trained = learn.train(learn.corpus_files([CORPUS]), ledger, folds=3)
-    return learn.Predictor(trained.pipeline, trained.meta["threshold"], trained.meta), trained
+    trained = train(corpus_files([CORPUS]), ledger, folds=3)
+    return Predictor(trained.pipeline, trained.meta["threshold"], trained.meta), trained
 
 
 def test_corpus_cross_validation_is_sane(corpus_model):
@@ -377,7 +379,7 @@ def test_devset_with_a_model_trained_now(ledger, corpus_model):
 @pytest.mark.skipif(not (DEVSET / "index.jsonl").exists(), reason="shared devset not present")
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
 def test_devset_learned_alone_and_both(ledger):
-    pred = learn.load_predictor(None, ledger)
+    pred = load_pipeline(None, ledger)
     learned, misses = _known_family_rate(Scanner(ledger, signatures="learned", learned=pred), DEVSET)
     assert learned >= 0.80, f"learned alone: {learned:.1%} < 80%\n" + "\n".join(f"{m.label} got {m.got} {m.file}" for m in misses)
     both, _ = _known_family_rate(Scanner(ledger, signatures="both", learned=pred), DEVSET)
@@ -424,6 +426,6 @@ def test_a_callback_that_wants_facts_gets_the_sources_facts(ledger):
     model.wants_facts = True
     Scanner(ledger, signatures="learned", learned=model).scan_text("INFO device 0: NVIDIA H100 80GB HBM3\n" + _oom(1))
     assert got and got[0].get("gpu_model", "").startswith("H100")
-    text = learn.block_input(["RuntimeError: x"], got[0])
-    assert "fact_gpu_model_H100" in learn.normalise_block(text)
-    assert "fact_" not in learn.normalise_block(text, facts=False)
+    text = block_input(["RuntimeError: x"], got[0])
+    assert "fact_gpu_model_H100" in normalise_block(text)
+    assert "fact_" not in normalise_block(text, facts=False)

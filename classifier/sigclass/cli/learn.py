@@ -25,11 +25,11 @@ class EvalFmt(str, Enum):
 
 
 def _files(corpus: list[Path] | None, no_shipped: bool):
-    from sigclass.learn import train as learn
+    from sigclass.learn.corpus import corpus_files, shipped_corpus
 
     dirs: list[Path] = []
     if not no_shipped:
-        shipped = learn.shipped_corpus()
+        shipped = shipped_corpus()
         if shipped is None:
             if not corpus:
                 raise ModelError("no shipped corpus in this installation (it lives in the source tree); "
@@ -39,7 +39,7 @@ def _files(corpus: list[Path] | None, no_shipped: bool):
     dirs.extend(corpus or [])
     if not dirs:
         raise ModelError("no corpus folder: pass --corpus DIR")
-    return learn.corpus_files(dirs)
+    return corpus_files(dirs)
 
 
 def _fail(exc: Exception) -> None:
@@ -59,7 +59,7 @@ def train(
 ) -> None:
     """Train the learned signatures on the corpus and write a verified model file."""
     from sigclass.learn import artefact
-    from sigclass.learn import train as learn
+    from sigclass.learn.train import train as train_model
 
     lg, _ = load_ledger_or_exit(ledger)
     target = out or artefact.data_dir() / "model.joblib"
@@ -68,7 +68,7 @@ def train(
         _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))
     try:
         files = _files(corpus, no_shipped_corpus)
-        trained = learn.train(files, lg, folds=folds)
+        trained = train_model(files, lg, folds=folds)
         trained.meta["command"] = "sigclass train " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else "sigclass train"
         digest = artefact.save(trained.pipeline, trained.meta, target)
     except (SigclassError, OSError) as exc:
@@ -109,13 +109,14 @@ def eval_(
     """Stratified cross-validation over corpus files: per-family precision/recall, macro-F1, confusion matrix."""
     import time
 
-    from sigclass.learn import train as learn
+    from sigclass.learn.corpus import collect
+    from sigclass.learn.evaluate import cross_validate
 
     lg, _ = load_ledger_or_exit(ledger)
     t0 = time.perf_counter()
     try:
-        cfs = learn.collect(_files(corpus, no_shipped_corpus), lg)
-        res = learn.cross_validate(cfs, folds=folds)
+        cfs = collect(_files(corpus, no_shipped_corpus), lg)
+        res = cross_validate(cfs, folds=folds)
     except (SigclassError, ValueError) as exc:
         _fail(exc)
     s = res.scores
@@ -185,13 +186,13 @@ def suggest(
     ledger: LedgerOpt = None,
 ) -> None:
     """Group unknown failures by masked template and write draft signatures for the top groups."""
-    from sigclass.learn import train as learn
     from sigclass.authoring import suggest as sg
+    from sigclass.learn.corpus import shipped_corpus
 
     lg, _ = load_ledger_or_exit(ledger)
     clean_dirs: list[Path] = []
-    if not no_shipped_corpus and learn.shipped_corpus() is not None:
-        clean_dirs.append(learn.shipped_corpus() / "clean")  # type: ignore[operator]
+    if not no_shipped_corpus and shipped_corpus() is not None:
+        clean_dirs.append(shipped_corpus() / "clean")  # type: ignore[operator]
     clean_dirs.extend(Path(c) / "clean" for c in corpus or [])
     try:
         groups = sg.group_unknowns(paths, lg)

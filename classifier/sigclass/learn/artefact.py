@@ -18,16 +18,16 @@ command that rebuilds it.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 import hashlib
 import io
 import json
 import os
+from pathlib import Path
 import struct
 import tempfile
-import warnings
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
+import warnings
 
 from sigclass import __version__
 from sigclass.errors import ModelError

@@ -15,15 +15,15 @@ import hashlib
 import io
 import json
 import math
-import re
-import zipfile
 from pathlib import Path
+import re
 from typing import Any
+import zipfile
 
 import numpy as np
 
-from sigclass.learn.blocktext import block_input, decide, normalise_block
 from sigclass.errors import ModelError
+from sigclass.learn.blocktext import block_input, decide, normalise_block
 
 FORMAT = "sigclass-compact-1"
 from sigclass.learn.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)

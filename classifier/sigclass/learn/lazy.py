@@ -11,15 +11,15 @@ bad file is refused before the scan starts.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+import sys
 from typing import Any, Callable
 
 from sigclass.errors import ModelError
 
 
 class LazyPredictor:
-    """Calls learn.load_predictor on first use; a model that then fails is reported once and skipped."""
+    """Calls `predictor.load_pipeline` on first use; a model that then fails is reported once and skipped."""
 
     wants_facts = True
 
@@ -36,9 +36,9 @@ class LazyPredictor:
             self._predictor.set_mode(signatures)
 
     def _load(self) -> Any:
-        from sigclass.learn import train as learn
+        from sigclass.learn.predictor import load_pipeline
 
-        return learn.load_predictor(None, self._ledger)
+        return load_pipeline(None, self._ledger)
 
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
         if self._predictor is None:
@@ -79,12 +79,13 @@ class LazyCompact(LazyPredictor):
 
 
 def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str], None] | None = None):
-    """The scanner's learned callback, or None when there is no model at all."""
-    if model is not None:
-        from sigclass.learn import train as learn
-
-        return learn.load_predictor(model, ledger)
+    """The scanner's learned callback, or None when there is no model at all (the one entry point: cli, runs and api)."""
     from sigclass.learn import artefact
+
+    if model is not None:
+        from sigclass.learn.predictor import load_pipeline
+
+        return load_pipeline(model, ledger)
 
     folder = artefact.shipped_dir()
     compact_pin = artefact.pinned_compact_hash(folder)
@@ -97,7 +98,7 @@ def load_predictor(model: Path | None, ledger: Any, *, on_error: Callable[[str],
     digest = artefact.sha256_file(path)
     if pin is None or digest != pin:
         # the full loader words this refusal (with the rebuild command)
-        from sigclass.learn import train as learn
+        from sigclass.learn.predictor import load_pipeline
 
-        return learn.load_predictor(None, ledger)
+        return load_pipeline(None, ledger)
     return LazyPredictor(ledger, on_error)

@@ -7,8 +7,8 @@ must yield `unknown`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+import json
 from pathlib import Path
 
 from sigclass.authoring.examples import first_root_family

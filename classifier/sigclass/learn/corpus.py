@@ -1,0 +1,163 @@
+"""Training data: a corpus laid out as ``<dir>/<label>/<name>.log``, each file scanned with the same `Scanner`
+that runs at inference time, so training and inference see the same text (see `collect`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import hashlib
+from pathlib import Path
+from typing import Iterable, Sequence
+import warnings
+
+import numpy as np
+
+from sigclass.errors import ModelError
+from sigclass.learn.blocktext import ABSTAIN, block_input
+from sigclass.text.lines import split_line
+
+
+LATER_WEIGHT = 0.5  # weight of a later block that the regex ledger attributes to a family
+
+
+_LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst")
+
+
+@dataclass
+class CorpusFile:
+    path: Path
+    label: str
+    blocks: list[str] = field(default_factory=list)  # every block the learned path sees, in order
+    regex: list[str | None] = field(default_factory=list)  # the family the regex ledger gives each block
+
+
+def corpus_files(dirs: Iterable[str | Path]) -> list[tuple[Path, str]]:
+    """Labelled files of corpus folders laid out as <dir>/<label>/<name>.log."""
+    out: list[tuple[Path, str]] = []
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            raise ModelError(f"{d}: corpus folder does not exist; name a folder laid out as <label>/<name>.log")
+        for sub in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            for f in sorted(sub.iterdir()):
+                if f.is_file() and f.name.endswith(_LOG_SUFFIXES):
+                    out.append((f, sub.name))
+    return out
+
+
+def corpus_hash(files: Sequence[tuple[Path, str]]) -> str:
+    h = hashlib.sha256()
+    for path, label in sorted(files, key=lambda t: (t[1], t[0].name, str(t[0]))):
+        h.update(f"{label}/{path.name}\0".encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def ledger_hash(ledger) -> str:
+    """A content hash of the ledger that does not depend on where it is installed."""
+    import json
+
+    h = hashlib.sha256()
+    for sig in ledger:
+        h.update(sig.id.encode() + b"\0" + json.dumps(sig.raw, sort_keys=True, default=str).encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def _keys(block: Sequence[str]) -> tuple[str, str]:
+    """A finding's block as the learned path saw it (counted evidence keeps its log headers; the learned path not)."""
+    return "\n".join(block), "\n".join(split_line(x).body for x in block)
+
+
+def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
+    """Scan each corpus file twice: learned mode (the blocks, in reported order) and regex mode (what the ledger says).
+
+    The learned-mode recorder claims every block for a placeholder family so that the
+    scanner reports each one as a finding, in the order (by start line) it reports findings.
+    """
+    from sigclass.scan.scanner import Scanner
+
+    placeholder = next(iter(ledger)).id
+    seen: dict[str, list[str]] = {}
+
+    def recorder(bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float]:
+        seen.setdefault("\n".join(bodies), []).append(block_input(bodies, facts))
+        return placeholder, 1.0
+
+    recorder.wants_facts = True  # type: ignore[attr-defined]
+
+    learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
+    regex_sc = Scanner(ledger, signatures="regex")
+    out: list[CorpusFile] = []
+    for path, label in files:
+        cf = CorpusFile(path, label)
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            order = learn_sc.scan(str(path)).findings
+            res = regex_sc.scan(str(path))
+        plain: list[str] = []
+        for f in order:
+            for key in _keys(f.block):
+                if seen.get(key):
+                    plain.append(key)
+                    cf.blocks.append(seen[key].pop(0))
+                    break
+        for key, rest in seen.items():
+            plain.extend([key] * len(rest))
+            cf.blocks.extend(rest)
+        by_block: dict[str, str] = {}
+        for f in res.findings:
+            if f.method == "regex" and f.block:
+                for key in _keys(f.block):
+                    by_block.setdefault(key, f.family)
+        cf.regex = [by_block.get(b) for b in plain]
+        out.append(cf)
+    return out
+
+
+def training_rows(cf: CorpusFile) -> list[tuple[int, str, float]]:
+    """(block index, label, weight) rows of one corpus file.
+
+    A family file F: its target block (the first block the regex ledger calls F,
+    else the first block) is F; a block before it is what the ledger calls it,
+    else `unknown` (the model must stay quiet there); a later block counts only
+    when the ledger attributes it to a family, at half weight. Clean files: every
+    block is `clean`. Unknown files: every block is `unknown` unless the ledger
+    attributes it to a secondary family's text.
+    """
+    rows: list[tuple[int, str, float]] = []
+    if not cf.blocks:
+        return rows
+    if cf.label in ABSTAIN:
+        for i, fam in enumerate(cf.regex):
+            rows.append((i, cf.label if cf.label == "clean" or fam is None else fam, 1.0 if fam is None else LATER_WEIGHT))
+        return rows
+    target = next((i for i, fam in enumerate(cf.regex) if fam == cf.label), 0)
+    for i, fam in enumerate(cf.regex):
+        if i == target:
+            rows.append((i, cf.label, 1.0))
+        elif i < target:
+            rows.append((i, fam or "unknown", LATER_WEIGHT))
+        elif fam is not None:
+            rows.append((i, fam, LATER_WEIGHT))
+    return rows
+
+
+def design(cfs: Sequence[CorpusFile]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    X, y, w, g = [], [], [], []
+    for k, cf in enumerate(cfs):
+        for i, label, weight in training_rows(cf):
+            X.append(cf.blocks[i])
+            y.append(label)
+            w.append(weight)
+            g.append(k)
+    return X, np.array(y, dtype=object), np.array(w), np.array(g)
+
+
+def shipped_corpus() -> Path | None:
+    """The corpus/ folder of a source checkout (an installed wheel ships none)."""
+    import sigclass
+
+    root = Path(sigclass.__file__).resolve().parents[2]  # classifier/sigclass/__init__.py
+    d = root / "corpus"
+    return d if d.is_dir() and (root / "pyproject.toml").exists() else None
