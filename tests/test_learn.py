@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from sigclass.cli.app import app
 from sigclass.errors import ModelError
+from sigclass.folders import DATA_ENV
 from sigclass.learn import artefact
 from sigclass.learn.blocktext import block_input, normalise_block
 from sigclass.learn.corpus import corpus_files, corpus_hash, ledger_hash, shipped_corpus
@@ -104,7 +105,7 @@ def tiny(tmp_path_factory, ledger):
 @pytest.fixture()
 def data_dir(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "userdata"
-    monkeypatch.setenv(artefact.TRUST_ENV, str(d))
+    monkeypatch.setenv(DATA_ENV, str(d))
     return d
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from sigclass.errors import SignatureError
 from sigclass.ledger.families import CONTRACT_IDS
-from sigclass.ledger.pack import load_ledger, parse_signature
+from sigclass.ledger.pack import load_ledger
+from sigclass.ledger.parse import parse_signature
 from sigclass.authoring.lint import lint
 from sigclass.scan.scanner import Scanner
 
@@ -140,7 +141,7 @@ def test_vllm_entries_carry_their_knowledge(ledger):
 
 
 def test_known_patterns_skip_compilation_but_still_match(tmp_path: Path, monkeypatch):
-    from sigclass.ledger import pack as ledger_mod
+    from sigclass.ledger import patterns as ledger_mod
 
     monkeypatch.setenv("SIGCLASS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(ledger_mod, "_VALIDATED", None)

@@ -14,7 +14,8 @@ from typing import ClassVar
 
 from sigclass.authoring.examples import check, parse_examples
 from sigclass.ledger.families import CONTRACT_IDS
-from sigclass.ledger.pack import Ledger, Signature
+from sigclass.ledger.pack import Ledger
+from sigclass.ledger.signature import Signature
 
 SEVERITIES = ("HIGH", "MEDIUM", "LOW", "INFO")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sigclass.ledger.pack import Ledger, Signature
+from sigclass.ledger.pack import Ledger
+from sigclass.ledger.signature import Signature
 
 
 def entry_markdown(sig: Signature, level: int = 1) -> str:

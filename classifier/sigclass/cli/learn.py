@@ -58,11 +58,12 @@ def train(
     ledger: LedgerOpt = None,
 ) -> None:
     """Train the learned signatures on the corpus and write a verified model file."""
+    from sigclass.folders import data_dir
     from sigclass.learn import artefact
     from sigclass.learn.train import train as train_model
 
     lg, _ = load_ledger_or_exit(ledger)
-    target = out or artefact.data_dir() / "model.joblib"
+    target = out or data_dir() / "model.joblib"
     shipped_target = (artefact.shipped_dir() / artefact.SHIPPED_FILE).resolve()
     if pin and target.resolve() != shipped_target:
         _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))

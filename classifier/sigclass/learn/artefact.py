@@ -31,13 +31,13 @@ import warnings
 
 from sigclass import __version__
 from sigclass.errors import ModelError
+from sigclass.folders import data_dir
 
 MAGIC = b"SIGCLSM\x00"
 FORMAT_VERSION = 1
 _HEAD = struct.Struct(">HI")
 MAX_META = 1 << 20
 MAX_FILE = 256 << 20
-TRUST_ENV = "SIGCLASS_DATA_DIR"
 TRUST_FILE = "trusted-models.json"
 PIN_FILE = "model-pin.json"
 SHIPPED_FILE = "model.joblib"
@@ -185,16 +185,6 @@ def load(path: str | Path, *, trusted: set[str] | frozenset[str], rebuild: str |
 
 
 # --------------------------------------------------------------------------- trust
-
-def data_dir() -> Path:
-    """Per-user data folder: $SIGCLASS_DATA_DIR, else $XDG_DATA_HOME/sigclass, else ~/.local/share/sigclass."""
-    env = os.environ.get(TRUST_ENV)
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
-    return base / "sigclass"
-
 
 def trust_path() -> Path:
     return data_dir() / TRUST_FILE

@@ -21,23 +21,15 @@ import warnings
 
 import regex
 
-MATCH_TIMEOUT = 0.5
+from sigclass.folders import cache_dir
+from sigclass.ledger.patterns import BLOCK_MATCH_TIMEOUT
+
 CACHE_KEEP = 16  # compiled databases kept in the cache folder
 
 
 def prefilter_form(src: str) -> str:
     """The pattern as a plain regex the fast engines accept: named groups become plain groups."""
     return re.sub(r"\(\?P<[A-Za-z_]\w*>", "(?:", src)
-
-
-def _cache_dir() -> Path | None:
-    import os
-
-    base = os.environ.get("SIGCLASS_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sigclass")
-    if base in ("", "0", "off"):
-        return None
-    return Path(base)
 
 
 def _cache_key(kind: str, version: str, items: list[tuple[int, str, str]]) -> str:
@@ -50,7 +42,7 @@ def _cache_key(kind: str, version: str, items: list[tuple[int, str, str]]) -> st
 
 
 def _cache_read(key: str) -> bytes | None:
-    d = _cache_dir()
+    d = cache_dir()
     if d is None:
         return None
     try:
@@ -64,7 +56,7 @@ def _cache_write(key: str, data: bytes) -> None:
     import os
     import tempfile
 
-    d = _cache_dir()
+    d = cache_dir()
     if d is None:
         return
     try:
@@ -110,14 +102,14 @@ class _SlowPatterns:
             if pid in self.disabled:
                 continue
             try:
-                for m in rx.finditer(buf, timeout=MATCH_TIMEOUT):
+                for m in rx.finditer(buf, timeout=BLOCK_MATCH_TIMEOUT):
                     out[_line_start(buf, m.start())].add(pid)
                     if m.end() == m.start():
                         break
             except TimeoutError:
                 self.disabled.add(pid)
                 warnings.warn(
-                    f"{label}: pattern took over {MATCH_TIMEOUT}s on one block and is switched off for this scan; "
+                    f"{label}: pattern took over {BLOCK_MATCH_TIMEOUT}s on one block and is switched off for this scan; "
                     "rewrite it without nested repetition",
                     stacklevel=2,
                 )

@@ -18,16 +18,15 @@ import threading
 from typing import Callable, Iterator
 import warnings
 
-from sigclass.ledger.pack import Ledger, Signature
+from sigclass.ledger.pack import Ledger
+from sigclass.ledger.patterns import MATCH_TIMEOUT
+from sigclass.ledger.signature import Signature
 from sigclass.records import Finding
 from sigclass.scan import prefilter
 from sigclass.scan.blocks import one_block, ScanResult
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
-
-
-MATCH_TIMEOUT = 0.25
 
 
 _DONE, _FAILED = object(), object()

@@ -6,7 +6,7 @@ from typing import Callable, TYPE_CHECKING
 
 import time as _time
 
-from sigclass.ledger.pack import Signature
+from sigclass.ledger.signature import Signature
 from sigclass.records import Finding
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock

@@ -1,0 +1,126 @@
+"""Signature patterns: compiled lazily once known valid (a per-user cache of validated patterns), matched with a timeout."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import regex
+
+
+MATCH_TIMEOUT = 0.25  # seconds a single regex match on one line may take before it is abandoned
+BLOCK_MATCH_TIMEOUT = 0.5  # seconds the pure-regex prefilter may spend on one pattern over one block of bytes
+
+
+class Pattern:
+    """One regex of a signature, with where it came from. Compiled on first use: every pattern is
+    validated at load (or was, by this regex version, on an earlier load: see `_Validated`)."""
+
+    __slots__ = ("index", "family", "kind", "source", "location", "fact", "min_count", "_rx")
+
+    def __init__(self, index: int, family: str, kind: str, source: str, compiled: Any, location: str,
+                 fact: str | None = None, min_count: int = 1) -> None:
+        self.index = index  # global index across the ledger (prefilter id)
+        self.family = family
+        self.kind = kind  # any | all | none | multiline | fact
+        self.source = source  # the regex text
+        self.location = location  # file:line
+        self.fact = fact
+        self.min_count = min_count  # >1: lines matching it are counted per source and worker, not blocks
+        self._rx = compiled
+
+    @property
+    def compiled(self) -> Any:
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = regex.compile(self.source, regex.V0)
+        return rx
+
+    def renumbered(self, index: int) -> "Pattern":
+        return Pattern(index, self.family, self.kind, self.source, self._rx, self.location, self.fact, self.min_count)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.index}, {self.family!r}, {self.kind!r}, {self.source!r})"
+
+
+class _Validated:
+    """Pattern texts this regex version has already compiled and checked (a cache file of their hashes),
+    so that loading a known pack skips ~300 compiles; a new or edited pattern is compiled at load."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.new: set[str] = set()
+        self.path = None
+        try:
+            from sigclass.folders import cache_dir
+
+            d = cache_dir()
+            if d is not None:
+                self.path = d / f"validated-regex-{regex.__version__}.txt"
+                self.known = set(self.path.read_text(encoding="ascii").split())
+        except (OSError, UnicodeDecodeError, AttributeError):
+            self.known = set()
+
+    @staticmethod
+    def key(src: str) -> str:
+        return hashlib.sha256(src.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+    def save(self) -> None:
+        if not self.new or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text("\n".join(sorted(self.known | self.new)) + "\n", encoding="ascii")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+_VALIDATED: _Validated | None = None
+
+
+def _validated() -> _Validated:
+    global _VALIDATED
+    if _VALIDATED is None:
+        _VALIDATED = _Validated()
+    return _VALIDATED
+
+
+class Collector:
+    """Gathers errors while parsing one file so that all of them are reported."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def add(self, where: str, what: str) -> None:
+        self.errors.append(f"{where}: {what}")
+
+
+_OK = object()  # a pattern validated on an earlier load: compiled on first use
+
+
+def compile_pattern(src: str, where: str, errs: Collector, *, fact: str | None = None) -> Any:
+    """Validate a pattern: it compiles, does not match the empty string, and a fact pattern has its named
+    group. Returns the compiled regex, _OK for a pattern known valid from an earlier load, or None."""
+    cache = _validated()
+    key = cache.key(src)
+    if key in cache.known:
+        return _OK
+    try:
+        rx = regex.compile(src, regex.V0)
+    except regex.error as exc:
+        errs.add(where, f"regex does not compile: {exc} in {src!r}")
+        return None
+    try:
+        if rx.search("", timeout=MATCH_TIMEOUT) is not None:
+            errs.add(where, f"pattern matches the empty string: {src!r}")
+            return None
+    except TimeoutError:
+        pass
+    if fact is not None and fact not in rx.groupindex:
+        errs.add(where, f"fact pattern needs a named group (?P<{fact}>...)")
+        return None
+    cache.new.add(key)
+    return rx
