@@ -22,7 +22,7 @@ from sigclass.errors import InputError
 from sigclass.ledger.families import CONTRACT_IDS
 
 from conftest import OOM, make_two_worker_run
-from sigclass.mcp_server import Config, PathRefused, Tools, parse_size
+from sigclass.mcp_tools import Config, PathRefused, Tools, parse_size
 
 pytest.importorskip("mcp")
 

@@ -69,15 +69,15 @@ def mcp(
         err(f"the MCP server needs mcp {'.'.join(map(str, MIN_SDK))} or later (found "
             f"{'.'.join(map(str, found))}); upgrade it: pip install -U 'sigclass[mcp]'")
         raise typer.Exit(2) from None
-    from sigclass import mcp_server
+    from sigclass import mcp_server, mcp_tools
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="sigclass mcp: %(message)s")
     logging.getLogger("sigclass").setLevel(logging.INFO if verbose else logging.WARNING)
     try:
-        config = mcp_server.Config(
+        config = mcp_tools.Config(
             roots=list(root or []),
-            max_bytes=mcp_server.parse_size(max_bytes),
-            max_text_bytes=mcp_server.parse_size(max_text_bytes),
+            max_bytes=mcp_tools.parse_size(max_bytes),
+            max_text_bytes=mcp_tools.parse_size(max_text_bytes),
             ledger=tuple(str(p.resolve()) for p in ledger or []),
             signatures=signatures.value if isinstance(signatures, Sigs) else str(signatures),
         )
