@@ -1,4 +1,4 @@
-"""Commands of the `sigclass` CLI registered on the shared app (see cli.py): `mcp` and `schema`."""
+"""Commands of the `sigclass` CLI registered on the shared app (see cli/common.py): `mcp` and `schema`."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ MAX_FILE = 256 << 20
 TRUST_FILE = "trusted-models.json"
 PIN_FILE = "model-pin.json"
 SHIPPED_FILE = "model.joblib"
-COMPACT_FILE = "model.npz"  # the shipped model's compact export (sigclass.compact), read by the scanner
+COMPACT_FILE = "model.npz"  # the shipped model's compact export (sigclass.learn.compact), read by the scanner
 SHIPPED_REBUILD = "sigclass train --out classifier/sigclass/data/model.joblib --pin"
 
 _REQUIRED = ("format", "sklearn", "sigclass", "corpus_hash", "ledger_hash", "labels", "threshold",

@@ -1,6 +1,6 @@
 """The learned model as plain arrays: inference without scikit-learn and without unpickling.
 
-`sigclass train` fits a scikit-learn pipeline (see learn.py). For the scanner
+`sigclass train` fits a scikit-learn pipeline (see learn/train.py). For the scanner
 it is exported to a `.npz` file of plain arrays — the two TF-IDF vocabularies
 and idf weights, the linear weights, the sigmoid calibrators — plus a JSON
 record of the settings. Loading it is `numpy.load(allow_pickle=False)` after

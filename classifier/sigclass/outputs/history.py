@@ -1,7 +1,7 @@
 """Failure history over time: the units table of many runs in a parquet dataset, and trend views.
 
 `sigclass runs ... --history PATH` appends the units table of the batch
-(`sigclass.tables`) to PATH, a directory of parquet files, one file per
+(`sigclass.outputs.tables`) to PATH, a directory of parquet files, one file per
 append, all under `HISTORY_SCHEMA`. `sigclass stats PATH` reads it back
 lazily and answers: families over time (per day or week), top fingerprints,
 first and last seen per family, and families that came back after a quiet

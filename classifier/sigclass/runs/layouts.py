@@ -35,7 +35,7 @@ _CENSUS = re.compile(
 )
 
 
-_PREFIX_KINDS = ("rank", "mpi", "tee")  # stream kinds of textnorm._PREFIXES that name a rank
+_PREFIX_KINDS = ("rank", "mpi", "tee")  # stream kinds of text.lines._PREFIXES that name a rank
 
 
 _NOT_A_WORKER = ("EngineCore",)  # vLLM's engine subprocess: a part of its worker, never a worker of its own
