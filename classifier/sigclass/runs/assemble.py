@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sigclass.records import Finding, Run, Unit
-from sigclass.runs.cascade import _cascade, _systematic
+from sigclass.runs.cascade import attribute_cascades, systematic_faults
 from sigclass.runs.discover import RunPlan
-from sigclass.runs.layouts import _prefix_kind, _stem, Identity, norm_id
-from sigclass.runs.sources import _MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
-from sigclass.runs.summary import _natural, headline
+from sigclass.runs.layouts import file_stem, Identity, norm_id, prefix_kind
+from sigclass.runs.sources import MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
+from sigclass.runs.summary import headline, natural
 from sigclass.scan.blocks import Marker
 from sigclass.text.lines import fingerprint as _fingerprint
 
@@ -41,7 +41,7 @@ def _event_worker(stream: str, worker: str | None, ident: Identity, file_worker:
     """(worker, origin) of a finding or marker; origin is 'field' (JSON record), 'prefix' (rank line prefix) or 'file'."""
     if stream.startswith("w:") and worker:
         return norm_id(worker), "field"
-    if ident.kind == "none" and worker and _prefix_kind(stream):
+    if ident.kind == "none" and worker and prefix_kind(stream):
         return norm_id(worker), "prefix"
     return file_worker, "file"
 
@@ -156,14 +156,14 @@ def _pieces_of(sc: SourceScan) -> tuple[list[_Piece], list[Finding]]:
                 elif file_worker is not None and w == file_worker:
                     unit, dist, loose = file_worker, False, True
                 else:
-                    unit, dist, loose = _stem(sc.rel.rsplit("/", 1)[-1]), False, True
+                    unit, dist, loose = file_stem(sc.rel.rsplit("/", 1)[-1]), False, True
                 p = piece(w, unit, pending[0].line, pending[0].time, dist)
                 p.findings.extend(pending)
                 p.fallback = p.fallback or loose
     if not pieces and sc.readable:
         # a readable log with no unit marker, no rank and no finding: one unit, the file (or its worker),
         # unless the run has real units (then it is a side file: a monitor, a launcher, notes)
-        unit = file_worker or _stem(sc.rel.rsplit("/", 1)[-1])
+        unit = file_worker or file_stem(sc.rel.rsplit("/", 1)[-1])
         piece(file_worker, unit, 0, sc.first_time).fallback = True
     return list(pieces.values()), orphans
 
@@ -202,7 +202,7 @@ def _make_unit(p: _Piece) -> Unit:
     if f is not None:
         u.status = "failed"
         u.family, u.time, u.fingerprint = f.family, f.time, f.fingerprint
-        u.evidence = list(f.evidence[-_MAX_EVIDENCE:])
+        u.evidence = list(f.evidence[-MAX_EVIDENCE:])
         u.source, u.line = f.source, f.line
         u.finding = f
     elif fails:
@@ -225,7 +225,7 @@ def _make_unit(p: _Piece) -> Unit:
 def _piece_key(p: _Piece) -> tuple:
     """The order of units on one worker: by start time; without one, a whole-file unit by its number,
     a unit inside a file by its place in the file."""
-    where = (0, _natural(p.unit), "", 0) if p.line == 0 else (1, (), p.source, p.line)
+    where = (0, natural(p.unit), "", 0) if p.line == 0 else (1, (), p.source, p.line)
     return (p.start is None, p.start or "", where)
 
 
@@ -254,9 +254,9 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     if any(not p.fallback for p in pieces.values()):
         launcher.extend(_fold_loose(pieces))
     units = [_make_unit(p) for p in pieces.values()]
-    roots = _cascade(units)
-    systematic = _systematic(roots)
-    units.sort(key=lambda u: (_natural(u.unit), str(u.worker)))
+    roots = attribute_cascades(units)
+    systematic = systematic_faults(roots)
+    units.sort(key=lambda u: (natural(u.unit), str(u.worker)))
     noun = _noun(plan, scans, units)
     workers = len({u.worker for u in units if u.worker is not None})
     run = Run(plan.name, plan.path, units, roots, systematic, problems, "", readable, noun, workers,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from sigclass.records import RootFault, Systematic, Unit
-from sigclass.runs.summary import _first_sentence, _natural
+from sigclass.runs.summary import first_sentence, natural
 
 
-def _cascade(units: list[Unit]) -> list[RootFault]:
+def attribute_cascades(units: list[Unit]) -> list[RootFault]:
     """Give each failed or incomplete unit its role; return the root faults with their victims."""
     by_worker: dict[Any, list[Unit]] = {}
     for u in units:
@@ -36,12 +36,12 @@ def _cascade(units: list[Unit]) -> list[RootFault]:
     final_roots = list(roots)
     if distributed and not roots and orphans:
         # every rank printed a secondary error and none a root: the earliest is the best root there is
-        first = min(orphans, key=lambda x: (x.time is None, x.time or "", _natural(x.unit)))
+        first = min(orphans, key=lambda x: (x.time is None, x.time or "", natural(x.unit)))
         orphans.remove(first)
         roots.append(first)
         final_roots.append(first)
-    proper = sorted(roots, key=lambda r: (r.time is None, r.time or "", _natural(r.unit)))
-    for o in sorted(orphans, key=lambda x: (x.time is None, x.time or "", _natural(x.unit))):
+    proper = sorted(roots, key=lambda r: (r.time is None, r.time or "", natural(r.unit)))
+    for o in sorted(orphans, key=lambda x: (x.time is None, x.time or "", natural(x.unit))):
         fam = o.family or ""
         cause = None
         if proper and (distributed or fam == "nccl-watchdog-timeout"):
@@ -70,7 +70,7 @@ def _cascade(units: list[Unit]) -> list[RootFault]:
         u.role, u.root = "cascade", r.unit
         victims.setdefault(id(r), []).append(u)
     out: list[RootFault] = []
-    for r in sorted(final_roots, key=lambda x: (x.time is None, x.time or "", _natural(x.unit), str(x.worker))):
+    for r in sorted(final_roots, key=lambda x: (x.time is None, x.time or "", natural(x.unit), str(x.worker))):
         r.role, r.root = "root", None
         f = r.finding
         notes: list[str] = []
@@ -78,11 +78,11 @@ def _cascade(units: list[Unit]) -> list[RootFault]:
             if f.status == "red-herring":
                 notes.append(f"the ledger marks {f.family} as a red herring; look for the real cause")
             for s in f.superseded_by:
-                notes.append(f"superseded by {s.get('id')}: {_first_sentence(s.get('note', ''))}")
+                notes.append(f"superseded by {s.get('id')}: {first_sentence(s.get('note', ''))}")
             for c in f.caveats:
                 if "red herring" in c.lower() or "red-herring" in c.lower():
-                    notes.append(_first_sentence(c))
-        vs = sorted(victims.get(id(r), []), key=lambda u: _natural(u.unit))
+                    notes.append(first_sentence(c))
+        vs = sorted(victims.get(id(r), []), key=lambda u: natural(u.unit))
         out.append(RootFault(
             r.unit, r.worker, r.family or "unknown", r.time, r.fingerprint, [v.unit for v in vs], list(r.evidence),
             r.source, r.line, f.mitigation if f else "", list(f.probes) if f else [], notes,
@@ -90,7 +90,7 @@ def _cascade(units: list[Unit]) -> list[RootFault]:
     return out
 
 
-def _systematic(roots: list[RootFault]) -> list[Systematic]:
+def systematic_faults(roots: list[RootFault]) -> list[Systematic]:
     groups: dict[tuple[str, str | None], list[RootFault]] = {}
     for r in roots:
         key = (r.family, r.fingerprint if r.family == "unknown" else None)
@@ -99,6 +99,6 @@ def _systematic(roots: list[RootFault]) -> list[Systematic]:
     for (fam, fp), rs in groups.items():
         workers = {r.worker for r in rs if r.worker is not None}
         if len(workers) >= 2:
-            out.append(Systematic(fam, len(workers), sorted((r.unit for r in rs), key=_natural), fp))
+            out.append(Systematic(fam, len(workers), sorted((r.unit for r in rs), key=natural), fp))
     out.sort(key=lambda s: (-s.workers, s.family, s.fingerprint or ""))
     return out

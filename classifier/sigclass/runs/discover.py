@@ -35,7 +35,7 @@ def plan_run(path: str) -> RunPlan:
     except FileNotFoundError:
         return RunPlan(path, name, (), (f"{path}: no such directory; check the path",), False)
     except OSError as exc:
-        return RunPlan(path, name, (), (f"{path}: cannot read ({_why(exc)})",), False)
+        return RunPlan(path, name, (), (f"{path}: cannot read ({os_reason(exc)})",), False)
     if not stat.S_ISDIR(st.st_mode):
         return RunPlan(path, name, (), (f"{path}: not a directory; `sigclass runs` takes run directories "
                                         f"(use `sigclass scan {path}` for one log)",), False)
@@ -49,7 +49,7 @@ def plan_run(path: str) -> RunPlan:
     return RunPlan(path, name, tuple(s for s, _ in sources), tuple(problems), listable, sum(n for _, n in sources))
 
 
-def _why(exc: OSError) -> str:
+def os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
@@ -59,7 +59,7 @@ def _walk(root: str, rel: str, ancestors: set[tuple[int, int]], sources: list[tu
         with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
-        problems.append(f"{rel or '.'}: cannot list this directory ({_why(exc)}); its logs are not read")
+        problems.append(f"{rel or '.'}: cannot list this directory ({os_reason(exc)}); its logs are not read")
         return False
     for e in entries:
         relp = f"{rel}/{e.name}" if rel else e.name
@@ -84,13 +84,13 @@ def _walk(root: str, rel: str, ancestors: set[tuple[int, int]], sources: list[tu
         if not is_log_name(e.name):
             continue
         if not stat.S_ISREG(st.st_mode):
-            problems.append(f"{relp}: {_kind(st.st_mode)}, not a regular file; not opened")
+            problems.append(f"{relp}: {file_kind(st.st_mode)}, not a regular file; not opened")
             continue
         sources.append((relp, st.st_size))
     return True
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):

@@ -14,6 +14,7 @@ import re
 
 from sigclass.errors import InputError
 from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES
+from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS
 
 
 # Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
@@ -25,20 +26,6 @@ SHARD_NAME = re.compile(r"(?i)^(?:shard|part)[_-]?(\d+)$")
 
 
 SLURM_NAME = re.compile(r"^slurm-(\d+)_(\d+)$")
-
-
-# Line prefixes that name a rank or a Ray worker in a combined log (read on raw bytes, see `_prefix_census`).
-_CENSUS = re.compile(
-    rb"^(?:\x1b\[[0-9;]*m)*(?:\[(?:rank|default)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,4}): "
-    rb"|\((?:([A-Za-z_][\w.:-]*)[ ,]+)?pid=(\d+)(?:, ip=[\d.:a-f]+)?\) )",
-    re.M,
-)
-
-
-_PREFIX_KINDS = ("rank", "mpi", "tee")  # stream kinds of text.lines._PREFIXES that name a rank
-
-
-_NOT_A_WORKER = ("EngineCore",)  # vLLM's engine subprocess: a part of its worker, never a worker of its own
 
 
 @dataclass(frozen=True)
@@ -75,7 +62,7 @@ class Identity:
     worker: str | None
 
 
-def _stem(name: str) -> str:
+def file_stem(name: str) -> str:
     for suf in COMPRESSED:
         if name.endswith(suf):
             name = name[: -len(suf)]
@@ -86,7 +73,7 @@ def _stem(name: str) -> str:
     return name
 
 
-def _is_jsonl(rel: str) -> bool:
+def is_jsonl(rel: str) -> bool:
     name = rel.rsplit("/", 1)[-1]
     for suf in COMPRESSED:
         if name.endswith(suf):
@@ -112,7 +99,7 @@ def _group(m: re.Match[str], name: str) -> str:
 
 def identify(rel: str, unit_rx: re.Pattern[str] | None = None, worker_rx: re.Pattern[str] | None = None) -> Identity:
     parts = rel.split("/")
-    stem = _stem(parts[-1])
+    stem = file_stem(parts[-1])
     worker = None
     if worker_rx is not None:
         m = worker_rx.search(rel)
@@ -136,14 +123,14 @@ def identify(rel: str, unit_rx: re.Pattern[str] | None = None, worker_rx: re.Pat
     return Identity("worker" if worker else "none", None, worker)
 
 
-def _prefix_kind(stream: str) -> str | None:
+def prefix_kind(stream: str) -> str | None:
     """'rank' / 'mpi' / 'tee' / 'ray' for a stream named by a worker prefix; None otherwise."""
     if not stream or stream.startswith("w:"):
         return None
     head = stream.split("|", 1)[0]
     kind = head.split(":", 1)[0]
-    if kind in _PREFIX_KINDS:
+    if kind in RANK_KINDS:
         return kind
-    if ":" in head and not kind.startswith(_NOT_A_WORKER):
+    if ":" in head and not kind.startswith(NOT_A_WORKER):
         return "ray"
     return None

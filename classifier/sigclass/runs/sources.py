@@ -12,9 +12,10 @@ import warnings
 
 from sigclass.errors import InputError, SigclassError
 from sigclass.records import Finding
-from sigclass.runs.discover import _kind, _why
-from sigclass.runs.layouts import _CENSUS, _is_jsonl, _NOT_A_WORKER, identify, Identity, Layout, norm_id
+from sigclass.runs.discover import file_kind, os_reason
+from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
 from sigclass.scan.blocks import Marker
+from sigclass.text.prefixes import CENSUS, CENSUS_GROUPS, NOT_A_WORKER
 
 
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
@@ -27,7 +28,7 @@ _ROOT_CAUSE_RANK = re.compile(rb"\n\s*rank\s*:\s*(\d+)")
 ROOT_CAUSE_WINDOW = (40, 15)  # launcher findings this many lines before / after the summary belong to its rank
 
 
-_MAX_EVIDENCE = 3
+MAX_EVIDENCE = 3
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
     """Scan one log source of a run. Never raises for a bad input: what went wrong is a problem."""
     unit_rx, worker_rx = layout.compiled()
     ident = identify(rel, unit_rx, worker_rx)
-    jsonl = _is_jsonl(rel)
+    jsonl = is_jsonl(rel)
     out = SourceScan(rel, ident, jsonl, [], [], None, [], [])
     path = os.path.join(run_path, rel)
     try:
@@ -100,10 +101,10 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
         out.problems.append(f"{rel}: vanished before it could be read; skipped")
         return out
     except OSError as exc:
-        out.problems.append(f"{rel}: cannot read ({_why(exc)}); skipped")
+        out.problems.append(f"{rel}: cannot read ({os_reason(exc)}); skipped")
         return out
     if not stat.S_ISREG(st.st_mode):  # never open a FIFO or a device: it could block forever
-        out.problems.append(f"{rel}: {_kind(st.st_mode)}, not a regular file; not opened")
+        out.problems.append(f"{rel}: {file_kind(st.st_mode)}, not a regular file; not opened")
         return out
     scanner = build_scanner(cfg)
     try:
@@ -134,7 +135,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
     for f in res.findings:
         f.block = []
         f.facts = {}
-        f.evidence = [e[:400] for e in f.evidence[-_MAX_EVIDENCE:]]
+        f.evidence = [e[:400] for e in f.evidence[-MAX_EVIDENCE:]]
         out.findings.append(f)
     out.markers = list(res.markers)
     if ident.kind == "none" and not jsonl and out.readable:
@@ -158,14 +159,14 @@ def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]
             if r:
                 causes.append((lines + buf.count(b"\n", 0, m.start()) + 1, norm_id(r.group(1).decode())))
         lines += buf.count(b"\n")
-        for m in _CENSUS.finditer(buf):
-            if m.group(5) is not None:
-                name = (m.group(4) or b"").decode("ascii", "replace")
-                if not name.startswith(_NOT_A_WORKER):
-                    seen.setdefault(norm_id(m.group(5).decode()), None)
-            else:
-                val = m.group(1) or m.group(2) or m.group(3)
-                seen.setdefault(norm_id(val.decode()), None)
+        for m in CENSUS.finditer(buf):
+            for wi, ni in CENSUS_GROUPS:
+                val = m.group(wi)
+                if val is None:
+                    continue
+                if ni is None or not (m.group(ni) or b"").decode("ascii", "replace").startswith(NOT_A_WORKER):
+                    seen.setdefault(norm_id(val.decode()), None)
+                break
 
     tail = b""
     skip = False  # inside an over-long line whose head was already looked at

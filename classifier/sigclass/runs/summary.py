@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 from sigclass.records import Batch, Run
 
 
-def _natural(unit: str) -> tuple:
+def natural(unit: str) -> tuple:
     return (0, int(unit), "") if unit.isdigit() else (1, 0, unit)
 
 
@@ -17,7 +17,7 @@ _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'])\.\s+(?=[A-Z(])")
 
 def _gist(text: str, limit: int = 110) -> str:
     """The leading clause of a probe (up to its first `;` or sentence end), for one-line summaries."""
-    s = _first_sentence(text, 10 * limit)
+    s = first_sentence(text, 10 * limit)
     depth, quoted = 0, False
     for i, ch in enumerate(s):  # the first `;` outside quotes and brackets ends the clause
         if ch in "\"`":
@@ -37,7 +37,7 @@ def _gist(text: str, limit: int = 110) -> str:
     return s.rstrip(" .,")
 
 
-def _first_sentence(text: str, limit: int = 240) -> str:
+def first_sentence(text: str, limit: int = 240) -> str:
     """The first sentence of a ledger text, cut at a word boundary when it is very long."""
     text = " ".join(text.split())
     m = _SENTENCE_END.search(text)

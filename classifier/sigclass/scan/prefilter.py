@@ -13,7 +13,6 @@ the block, with a time limit, so they cost speed but never correctness.
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 import re
 import sys
 from typing import Iterable

@@ -19,6 +19,7 @@ from typing import BinaryIO, Iterator
 import zlib
 
 from sigclass.errors import InputError
+from sigclass.text.prefixes import jsonl_prefix
 
 BLOCK = 4 << 20  # bytes per block handed to the prefilter
 MAX_LINE = 64 << 10  # longest line kept; the rest of a longer line is dropped
@@ -392,7 +393,7 @@ def _jsonl_blocks(source: Iterator[Span | Idle]) -> Iterator[Span | Idle]:
                 except (ValueError, UnicodeDecodeError):
                     rec = None
             if not isinstance(rec, dict):
-                out.append(b"[sc:w=;u=;t=;l=%d]:" % lineno + raw)
+                out.append(jsonl_prefix("", "", "", lineno) + raw)
                 continue
             msg = next((rec[k] for k in _MSG_KEYS if isinstance(rec.get(k), str)), None)
             if msg is None:
@@ -400,7 +401,7 @@ def _jsonl_blocks(source: Iterator[Span | Idle]) -> Iterator[Span | Idle]:
             w = next((rec[k] for k in _WORKER_KEYS if rec.get(k) is not None), None)
             u = next((rec[k] for k in _UNIT_KEYS if rec.get(k) is not None), None)
             t = next((_json_time(rec[k]) for k in _TIME_KEYS if rec.get(k) is not None), "")
-            pre = f"[sc:w={_clean_field(w)};u={_clean_field(u)};t={t};l={lineno}]:".encode()
+            pre = jsonl_prefix(_clean_field(w), _clean_field(u), t, lineno)
             proc = rec.get("process")
             if isinstance(proc, str) and "pid=" in proc:
                 pre += f"({_clean_field(proc)}) ".encode()

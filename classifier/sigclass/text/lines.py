@@ -7,28 +7,14 @@ around them), never on every line of a log.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+import hashlib
+import re
+
+from sigclass.text.prefixes import LINE_PREFIXES, RAY_WORKER_NAME
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-
-# Worker prefixes, tried in order at the start of a line (after ANSI removal).
-_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # internal prefix written by the JSON-lines adapter
-    ("jsonl", re.compile(r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:")),
-    ("rank", re.compile(r"\[(?:rank|default)(?P<w>\d+)\]: ?")),
-    ("mpi", re.compile(r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:")),
-    # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
-    # `(VllmWorker rank=2 pid=5640)`
-    ("ray", re.compile(r"\((?P<name>[A-Za-z_][\w.:-]*)(?:[ ,]+[A-Za-z_]\w*=[\w.:-]+(?<!pid=\d))*?[ ,]+pid=(?P<w>\d+)"
-                       r"(?:, ip=[\d.:a-f]+)?\) ")),
-    ("ray", re.compile(r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ")),
-    ("tee", re.compile(r"(?P<w>\d{1,4}): ")),
-)
-
-_RAY_NAME = re.compile(r"Ray|Actor|raylet|Trainable", re.I)
 
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
@@ -83,7 +69,7 @@ def split_line(raw: str) -> Line:
     unit = tov = None
     lov: int | None = None
     for _ in range(2):
-        for k, rx in _PREFIXES:
+        for k, rx in LINE_PREFIXES:
             m = rx.match(content)
             if not m:
                 continue
@@ -100,7 +86,7 @@ def split_line(raw: str) -> Line:
                 # a Ray actor's pid names a worker; a helper process of one worker (vLLM's EngineCore,
                 # a DataLoader) is only a stream of its own
                 stream = f"{m['name']}:{m['w']}"
-                worker = m["w"] if _RAY_NAME.search(m["name"]) else None
+                worker = m["w"] if RAY_WORKER_NAME.search(m["name"]) else None
             else:
                 stream = f"{k}:{m['w']}"
                 worker = m["w"]

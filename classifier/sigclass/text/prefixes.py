@@ -1,0 +1,86 @@
+"""Worker prefixes: the one table of line prefixes that name a rank, an MPI task or a Ray / vLLM process.
+
+Line splitting (`text.lines.split_line`, on decoded lines the prefilter
+picked) and the byte census of a combined log (`runs.sources`, one pass over
+raw bytes) both derive from `PREFIXES`. A new prefix format is one entry here.
+
+Each pattern names the worker id in a group ``w`` (and, for a process
+prefix, the process name in ``name``). ``census`` is the form the byte census
+looks for, when it differs from the line form (None: not counted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Prefix:
+    kind: str  # the stream kind: "rank", "mpi", "ray", "tee" ("jsonl": the JSON-lines adapter's own prefix)
+    pattern: str  # matched at the start of a decoded line (after ANSI removal)
+    census: str | None  # the byte census form (None: not counted); "=" means the line form
+    names_rank: bool = False  # the id is a rank of a distributed job
+
+
+PREFIXES: tuple[Prefix, ...] = (
+    # the JSON-lines adapter's own prefix (see `jsonl_prefix`)
+    Prefix("jsonl", r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:", None),
+    Prefix("rank", r"\[(?:rank|default)(?P<w>\d+)\]: ?", r"\[(?:rank|default)(?P<w>\d+)\]:", names_rank=True),
+    Prefix("mpi", r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
+    # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
+    # `(VllmWorker rank=2 pid=5640)`; the census counts a name directly followed by the pid, or a bare pid
+    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*)(?:[ ,]+[A-Za-z_]\w*=[\w.:-]+(?<!pid=\d))*?[ ,]+pid=(?P<w>\d+)"
+                  r"(?:, ip=[\d.:a-f]+)?\) ",
+           r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
+    Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
+    Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
+)
+
+# stream kinds that name a rank
+RANK_KINDS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in PREFIXES if p.names_rank))
+
+# A Ray actor's pid names a worker; a helper process of one worker (vLLM's EngineCore, a DataLoader) does not
+RAY_WORKER_NAME = re.compile(r"Ray|Actor|raylet|Trainable", re.I)
+NOT_A_WORKER = ("EngineCore",)  # vLLM's engine subprocess: a part of its worker, never a worker of its own
+
+# For line splitting: (kind, compiled pattern), tried in order
+LINE_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p.kind, re.compile(p.pattern)) for p in PREFIXES)
+
+
+def _census() -> tuple[re.Pattern[bytes], tuple[tuple[int, int | None], ...]]:
+    """One bytes regex over every census form (group names made positional), and per form the numbers of its
+    worker group and name group."""
+    alts: list[str] = []
+    groups: list[tuple[int, int | None]] = []
+    n = 0
+    for p in PREFIXES:
+        if p.census is None:
+            continue
+        src = p.pattern if p.census == "=" else p.census
+        w = name = None
+        out = []
+        for part in re.split(r"((?<!\\)\(\?P<\w+>|(?<!\\)\((?!\?))", src):
+            m = re.fullmatch(r"\(\?P<(\w+)>", part)
+            if m or part == "(":
+                n += 1
+                if m and m.group(1) == "w":
+                    w = n
+                elif m and m.group(1) == "name":
+                    name = n
+                out.append("(")
+            else:
+                out.append(part)
+        assert w is not None, p
+        alts.append("".join(out))
+        groups.append((w, name))
+    rx = re.compile(rb"^(?:\x1b\[[0-9;]*m)*(?:" + "|".join(alts).encode() + rb")", re.M)
+    return rx, tuple(groups)
+
+
+CENSUS, CENSUS_GROUPS = _census()
+
+
+def jsonl_prefix(worker: str, unit: str, time: str, line: int) -> bytes:
+    """The prefix the JSON-lines adapter puts before a record's message (parsed back by `LINE_PREFIXES`)."""
+    return f"[sc:w={worker};u={unit};t={time};l={line}]:".encode()
