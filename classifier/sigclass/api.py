@@ -19,7 +19,7 @@ import threading
 from typing import Any, Iterable, Union
 import warnings
 
-from sigclass.errors import InputError, ModelError, SignatureError
+from sigclass.errors import InputError, SignatureError
 from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit, SystematicFault,
@@ -105,22 +105,11 @@ def _engine(ledger: LedgerArg, signatures: str) -> _Engine:
         eng = _engines.get((key, signatures))
         if eng is not None:
             return eng
-        from sigclass.scan.scanner import Scanner
+        from sigclass.scan.factory import build_scanner
 
         notes = [f"{p} (this signature file is skipped)" for p in lg.problems]
-        learned = None
-        if signatures != "regex":
-            from sigclass.learn.lazy import load_predictor
-
-            try:
-                learned = load_predictor(None, lg, on_error=notes.append)
-            except ModelError as exc:
-                if signatures == "learned":
-                    raise
-                notes.append(f"{exc} (continuing with regex signatures only)")
-            if learned is None and signatures == "learned":
-                raise ModelError("no learned model is installed; train one with `sigclass train` or use signatures='regex'")
-        eng = _Engine(lg, Scanner(lg, signatures=signatures, learned=learned), tuple(notes))
+        scanner = build_scanner(lg, signatures, on_note=notes.append, require_model=True)
+        eng = _Engine(lg, scanner, tuple(notes))
         _engines[(key, signatures)] = eng
         return eng
 

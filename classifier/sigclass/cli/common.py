@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-import warnings
 from enum import Enum
 from pathlib import Path
+import sys
 from typing import Annotated, Optional
+import warnings
 
 import typer
 
 from sigclass import __version__
-from sigclass.errors import ModelError
 
 app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -64,23 +63,3 @@ def load_ledger_or_exit(extra: list[Path] | None):
     for p in ledger.problems:
         err(f"{p} (this signature file is skipped)")
     return ledger, bool(ledger.problems or caught)
-
-
-def build_scanner(ledger, signatures: str = "both", model: Path | None = None, engine: str | None = None):
-    from sigclass.scan.scanner import Scanner
-
-    learned = None
-    if signatures != "regex":
-        from sigclass.learn.lazy import load_predictor
-
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                learned = load_predictor(model, ledger, on_error=err)
-            for w in caught:
-                err(str(w.message))
-        except ModelError as exc:
-            if signatures == "learned" or model is not None:
-                raise
-            err(f"{exc} (continuing with regex signatures only)")
-    return Scanner(ledger, engine=engine, signatures=signatures, learned=learned)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
-import warnings
 from pathlib import Path
+import sys
 from typing import Annotated, Optional
+import warnings
 
 import typer
 
+from sigclass.cli.common import _version, app, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
 from sigclass.errors import InputError, ModelError, SigclassError
-from sigclass.cli.common import _version, app, build_scanner, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
+from sigclass.scan.factory import build_scanner
 
 
 @app.callback(invoke_without_command=True)
@@ -43,7 +44,8 @@ def scan(
     fmt_v = fmt.value if isinstance(fmt, Fmt) else str(fmt)
     lg, bad = load_ledger_or_exit(ledger)
     try:
-        scanner = build_scanner(lg, signatures.value if isinstance(signatures, Sigs) else signatures, model, engine)
+        scanner = build_scanner(lg, signatures.value if isinstance(signatures, Sigs) else signatures, model, engine=engine,
+                                on_note=err, warnings_as_notes=True)
     except (ModelError, SigclassError) as exc:
         err(exc)
         raise typer.Exit(2) from None

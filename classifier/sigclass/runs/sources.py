@@ -61,28 +61,25 @@ class SourceScan:
 _SCANNERS: dict[ScanConfig, Any] = {}
 
 
-def build_scanner(cfg: ScanConfig):
+def scanner_for(cfg: ScanConfig):
     """The scanner for a config, built once per process.
 
     A model named by the user is loaded now, so a bad one stops the batch
     with its own message. The shipped model is checked against its pin now
-    and loaded on the first failure block no regex explains (see
-    sigclass.learned).
+    and loaded on the first failure block no regex explains (the policy is
+    `sigclass.scan.factory.load_learned`).
     """
     sc = _SCANNERS.get(cfg)
     if sc is not None:
         return sc
     from sigclass.ledger.pack import load_ledger
+    from sigclass.scan.factory import load_learned
     from sigclass.scan.scanner import Scanner
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ledger = load_ledger(list(cfg.ledger))
-        learned = None
-        if cfg.signatures != "regex":
-            from sigclass.learn.lazy import load_predictor
-
-            learned = load_predictor(Path(cfg.model) if cfg.model else None, ledger)
+        learned = load_learned(ledger, cfg.signatures, Path(cfg.model) if cfg.model else None)
     sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
     _SCANNERS[cfg] = sc
     return sc
@@ -106,7 +103,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
     if not stat.S_ISREG(st.st_mode):  # never open a FIFO or a device: it could block forever
         out.problems.append(f"{rel}: {file_kind(st.st_mode)}, not a regular file; not opened")
         return out
-    scanner = build_scanner(cfg)
+    scanner = scanner_for(cfg)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
