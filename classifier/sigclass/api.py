@@ -24,12 +24,13 @@ from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit, SystematicFault,
 )
+from sigclass.vocab import SignatureMode
 
 
 LedgerArg = Union[None, str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
 
-SIGNATURE_MODES = ("regex", "learned", "both")
+SIGNATURE_MODES = tuple(SignatureMode)
 
 
 _MAX_PATH_CHARS = 4096
@@ -129,7 +130,7 @@ def _as_path(text_or_path: str | os.PathLike) -> str | None:
 
 
 def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = None,
-             signatures: str = "both") -> Classification:
+             signatures: str = SignatureMode.BOTH) -> Classification:
     """Classify the failures in a log.
 
     A ``pathlib.Path`` is always read as a file; a ``str`` naming an existing
@@ -171,7 +172,7 @@ def list_gotchas(*, ledger: LedgerArg = None) -> list[GotchaSummary]:
     return [GotchaSummary(s.id, s.title, s.role, s.status) for s in get_ledger(ledger)]
 
 
-def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures: str = "both",
+def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures: str = SignatureMode.BOTH,
                 n_jobs: int = -1) -> RunAnalysis:
     """The post-mortem of one run directory (units, root faults, cascades, systematic faults).
 

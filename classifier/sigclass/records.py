@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sigclass.vocab import Role, UnitRole, UnitStatus
+
 FINDING_KEYS = (
     "family", "title", "role", "status", "confidence", "method", "source", "line", "end_line",
     "time", "worker", "evidence", "fingerprint", "count", "lines", "mitigation", "probes",
@@ -32,7 +34,7 @@ class Finding:
     caveats: list[str] = field(default_factory=list)
     supersedes: list[dict[str, str]] = field(default_factory=list)
     superseded_by: list[dict[str, str]] = field(default_factory=list)
-    family_role: str = "root"  # the ledger's role for the family
+    family_role: str = Role.ROOT  # the ledger's role for the family
     root: dict[str, Any] | None = None
     count: int = 1
     lines: list[int] = field(default_factory=list)
@@ -72,10 +74,10 @@ def fold(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-STATUSES = ("ok", "failed", "incomplete")
+STATUSES = tuple(UnitStatus)
 
 
-ROLES = ("root", "cascade")
+ROLES = tuple(UnitRole)
 
 
 @dataclass(slots=True)
@@ -166,7 +168,7 @@ class Run:
 
     @property
     def failed(self) -> bool:
-        return any(u.status != "ok" for u in self.units)
+        return any(u.status != UnitStatus.OK for u in self.units)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -199,8 +201,8 @@ class Batch:
             "summary": {
                 "runs": len(self.runs),
                 "units": len(units),
-                "failed": sum(1 for u in units if u.status == "failed"),
-                "incomplete": sum(1 for u in units if u.status == "incomplete"),
+                "failed": sum(1 for u in units if u.status == UnitStatus.FAILED),
+                "incomplete": sum(1 for u in units if u.status == UnitStatus.INCOMPLETE),
                 "root_faults": sum(len(r.roots) for r in self.runs),
                 "problems": sum(len(r.problems) for r in self.runs),
             },

@@ -11,6 +11,7 @@ import warnings
 import typer
 
 from sigclass import __version__
+from sigclass.vocab import SignatureMode
 
 app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -30,10 +31,7 @@ class Fmt(str, Enum):
     jsonl = "jsonl"
 
 
-class Sigs(str, Enum):
-    regex = "regex"
-    learned = "learned"
-    both = "both"
+Sigs = SignatureMode  # the --signatures choices
 
 
 def err(msg: str) -> None:

@@ -33,7 +33,7 @@ def report(
     unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", help="Regex on a log's path inside its run; its group names the unit.")] = None,
     worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", help="Regex on a log's path inside its run; its group names the worker.")] = None,
     ledger: LedgerOpt = None,
-    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
 ) -> None:
     """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems.

@@ -34,7 +34,7 @@ def scan(
     *,
     fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
     ledger: LedgerOpt = None,
-    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
     engine: Annotated[Optional[str], typer.Option(help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
 ) -> None:

@@ -27,6 +27,7 @@ from sigclass.learn.blocktext import block_input, decide, normalise_block
 
 FORMAT = "sigclass-compact-1"
 from sigclass.learn.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
+from sigclass.vocab import SignatureMode
 
 
 # --------------------------------------------------------------------------- export (needs scikit-learn)
@@ -212,7 +213,7 @@ class CompactPredictor:
 
     wants_facts = True
 
-    def __init__(self, model: CompactModel, signatures: str = "learned") -> None:
+    def __init__(self, model: CompactModel, signatures: str = SignatureMode.LEARNED) -> None:
         self.model = model
         self.threshold = model.threshold
         self.set_mode(signatures)
@@ -220,7 +221,7 @@ class CompactPredictor:
     def set_mode(self, signatures: str) -> None:
         """`both`: the model sees only what no regex explains; use the threshold chosen for that."""
         both = self.model.settings.get("threshold_both")
-        self.threshold = float(both) if signatures == "both" and both is not None else self.model.threshold
+        self.threshold = float(both) if signatures == SignatureMode.BOTH and both is not None else self.model.threshold
 
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
         return decide(self.model.proba(block_input(bodies, facts)), self.model.classes, self.threshold)

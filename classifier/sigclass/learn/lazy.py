@@ -16,6 +16,7 @@ import sys
 from typing import Any, Callable
 
 from sigclass.errors import ModelError
+from sigclass.vocab import SignatureMode
 
 
 class LazyPredictor:
@@ -25,7 +26,7 @@ class LazyPredictor:
 
     def __init__(self, ledger: Any, on_error: Callable[[str], None] | None = None) -> None:
         self._ledger = ledger
-        self._mode = "both"
+        self._mode = SignatureMode.BOTH
         self._predictor: Any = None
         self._failed = False
         self._on_error = on_error or (lambda msg: sys.stderr.write(f"sigclass: {msg}\n"))

@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline
 from sigclass.errors import ModelError
 from sigclass.learn.blocktext import ABSTAIN, block_input, decide
 from sigclass.learn.corpus import ledger_hash
+from sigclass.vocab import SignatureMode
 
 
 class Predictor:
@@ -24,9 +25,9 @@ class Predictor:
 
     def set_mode(self, signatures: str) -> None:
         """`both`: the model sees only what no regex explains; use the threshold chosen for that."""
-        if signatures == "both" and self.meta.get("threshold_both") is not None:
+        if signatures == SignatureMode.BOTH and self.meta.get("threshold_both") is not None:
             self.threshold = float(self.meta["threshold_both"])
-        elif signatures == "learned":
+        elif signatures == SignatureMode.LEARNED:
             self.threshold = float(self.meta["threshold"])
 
     wants_facts = True  # the scanner passes the source's facts (gpu model, engine flags) along with each block

@@ -11,6 +11,7 @@ from sigclass.errors import SignatureError
 from sigclass.ledger.patterns import _OK, Collector, compile_pattern, Pattern
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
 from sigclass.ledger.yaml_strict import load_yaml
+from sigclass.vocab import Role, Status
 
 
 _TOP_KEYS = {
@@ -66,11 +67,13 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
     role = data.get("role")
     if role not in ROLES:
         errs.add(at("role"), f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        role = "root"
-    status = data.get("status", "active")
+        role = Role.ROOT
+    role = Role(role)
+    status = data.get("status", Status.ACTIVE)
     if status not in STATUSES:
         errs.add(at("status"), f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-        status = "active"
+        status = Status.ACTIVE
+    status = Status(status)
     priority = data.get("priority", 50)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errs.add(at("priority"), "priority must be an integer")

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sigclass.ledger.patterns import Pattern
+from sigclass.vocab import Role, Status
 
 
-ROLES = ("root", "secondary")
+ROLES = tuple(Role)
 
 
-STATUSES = ("active", "red-herring", "retired")
+STATUSES = (Status.ACTIVE, Status.RED_HERRING, Status.RETIRED)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Signature:
 
     @property
     def active(self) -> bool:
-        return self.status != "retired"
+        return self.status != Status.RETIRED
 
     def location(self, *key: Any) -> str:
         return f"{self.path}:{self.line_of.get(tuple(key), self.line_of.get((), 1))}"

@@ -20,6 +20,7 @@ from sigclass.runs.sources import MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
 from sigclass.runs.summary import headline, natural
 from sigclass.scan.blocks import Marker
 from sigclass.text.lines import fingerprint as _fingerprint
+from sigclass.vocab import MarkerKind, Role, Status, UnitStatus, UNKNOWN
 
 
 @dataclass(slots=True, eq=False)
@@ -187,33 +188,33 @@ def _defining(findings: list[Finding]) -> Finding | None:
     cands = [f for f in findings if f.family not in superseded] or findings
 
     def rank(f: Finding) -> tuple:
-        cls = 0 if (f.family != "unknown" and f.family_role != "secondary") else 1 if f.family == "unknown" else 2
-        return (cls, f.status == "red-herring", f.time is None, f.time or "", f.source, f.line)
+        cls = 0 if (f.family != UNKNOWN and f.family_role != Role.SECONDARY) else 1 if f.family == UNKNOWN else 2
+        return (cls, f.status == Status.RED_HERRING, f.time is None, f.time or "", f.source, f.line)
 
     return min(cands, key=rank)
 
 
 def _make_unit(p: _Piece) -> Unit:
-    fails = [m for m in p.ends if m.kind == "failed"]
-    oks = [m for m in p.ends if m.kind == "ok"]
-    u = Unit(p.unit, p.worker, "incomplete", source=p.source, line=p.line or None, start=p.start,
+    fails = [m for m in p.ends if m.kind == MarkerKind.FAILED]
+    oks = [m for m in p.ends if m.kind == MarkerKind.OK]
+    u = Unit(p.unit, p.worker, UnitStatus.INCOMPLETE, source=p.source, line=p.line or None, start=p.start,
              distributed=p.distributed)
     f = _defining(p.findings)
     if f is not None:
-        u.status = "failed"
+        u.status = UnitStatus.FAILED
         u.family, u.time, u.fingerprint = f.family, f.time, f.fingerprint
         u.evidence = list(f.evidence[-MAX_EVIDENCE:])
         u.source, u.line = f.source, f.line
         u.finding = f
     elif fails:
         m = fails[0]
-        u.status = "failed"
-        u.family, u.time = "unknown", m.time
-        u.fingerprint = _fingerprint(["unknown", m.text or f"failure marker of unit {p.unit}"])
+        u.status = UnitStatus.FAILED
+        u.family, u.time = UNKNOWN, m.time
+        u.fingerprint = _fingerprint([UNKNOWN, m.text or f"failure marker of unit {p.unit}"])
         u.evidence = [m.text] if m.text else []
         u.line = m.line
     elif oks:
-        u.status = "ok"
+        u.status = UnitStatus.OK
         u.time = oks[-1].time
         u.line = oks[-1].line
     else:
@@ -261,7 +262,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     workers = len({u.worker for u in units if u.worker is not None})
     run = Run(plan.name, plan.path, units, roots, systematic, problems, "", readable, noun, workers,
               [f"{f.family}: {f.evidence[-1] if f.evidence else ''} ({f.source}:{f.line})" for f in launcher
-               if f.family_role != "secondary"])
+               if f.family_role != Role.SECONDARY])
     run.summary = headline(run)
     for u in units:
         u.finding = None  # only the cascade needed it; a run travels between processes without it

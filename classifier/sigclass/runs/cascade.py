@@ -6,6 +6,7 @@ from typing import Any
 
 from sigclass.records import RootFault, Systematic, Unit
 from sigclass.runs.summary import first_sentence, natural
+from sigclass.vocab import Role, Status, UnitRole, UnitStatus, UNKNOWN
 
 
 def attribute_cascades(units: list[Unit]) -> list[RootFault]:
@@ -20,14 +21,14 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
     for key in sorted(by_worker, key=lambda k: (k[0], str(k[1]))):
         current: Unit | None = None
         for u in sorted(by_worker[key], key=lambda x: x.order):
-            if u.status == "ok":
+            if u.status == UnitStatus.OK:
                 current = None
                 continue
             if current is not None:
                 root_of[id(u)] = current
                 continue
-            if u.status == "failed":
-                if u.finding is not None and u.finding.family_role == "secondary":
+            if u.status == UnitStatus.FAILED:
+                if u.finding is not None and u.finding.family_role == Role.SECONDARY:
                     orphans.append(u)
                 else:
                     roots.append(u)
@@ -55,7 +56,7 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
         # a rank that printed nothing after a root fault elsewhere hung behind it
         first = proper[0]
         for u in units:
-            if u.status == "incomplete" and id(u) not in root_of and u.distributed:
+            if u.status == UnitStatus.INCOMPLETE and id(u) not in root_of and u.distributed:
                 root_of[id(u)] = first
     # chains (victim of an orphan that is itself a victim) resolve to the root at the end
     victims: dict[int, list[Unit]] = {id(r): [] for r in final_roots}
@@ -67,15 +68,15 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
             seen += 1
         if r is None:
             continue
-        u.role, u.root = "cascade", r.unit
+        u.role, u.root = UnitRole.CASCADE, r.unit
         victims.setdefault(id(r), []).append(u)
     out: list[RootFault] = []
     for r in sorted(final_roots, key=lambda x: (x.time is None, x.time or "", natural(x.unit), str(x.worker))):
-        r.role, r.root = "root", None
+        r.role, r.root = UnitRole.ROOT, None
         f = r.finding
         notes: list[str] = []
         if f is not None:
-            if f.status == "red-herring":
+            if f.status == Status.RED_HERRING:
                 notes.append(f"the ledger marks {f.family} as a red herring; look for the real cause")
             for s in f.superseded_by:
                 notes.append(f"superseded by {s.get('id')}: {first_sentence(s.get('note', ''))}")
@@ -84,7 +85,7 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
                     notes.append(first_sentence(c))
         vs = sorted(victims.get(id(r), []), key=lambda u: natural(u.unit))
         out.append(RootFault(
-            r.unit, r.worker, r.family or "unknown", r.time, r.fingerprint, [v.unit for v in vs], list(r.evidence),
+            r.unit, r.worker, r.family or UNKNOWN, r.time, r.fingerprint, [v.unit for v in vs], list(r.evidence),
             r.source, r.line, f.mitigation if f else "", list(f.probes) if f else [], notes,
         ))
     return out
@@ -93,7 +94,7 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
 def systematic_faults(roots: list[RootFault]) -> list[Systematic]:
     groups: dict[tuple[str, str | None], list[RootFault]] = {}
     for r in roots:
-        key = (r.family, r.fingerprint if r.family == "unknown" else None)
+        key = (r.family, r.fingerprint if r.family == UNKNOWN else None)
         groups.setdefault(key, []).append(r)
     out = []
     for (fam, fp), rs in groups.items():

@@ -16,6 +16,7 @@ from sigclass.runs.discover import file_kind, os_reason
 from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
 from sigclass.scan.blocks import Marker
 from sigclass.text.prefixes import CENSUS, CENSUS_GROUPS, NOT_A_WORKER
+from sigclass.vocab import SignatureMode
 
 
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
@@ -36,7 +37,7 @@ class ScanConfig:
     """What every scanning process needs to build the same scanner (hashable, picklable)."""
 
     ledger: tuple[str, ...] = ()
-    signatures: str = "both"
+    signatures: str = SignatureMode.BOTH
     model: str | None = None
 
 

@@ -6,6 +6,7 @@ import re
 from typing import Iterator, Sequence
 
 from sigclass.records import Batch, Run
+from sigclass.vocab import UnitRole, UnitStatus, UNKNOWN
 
 
 def natural(unit: str) -> tuple:
@@ -69,12 +70,12 @@ def headline(run: Run) -> str:
         return "nothing could be read"
     if n == 0:
         return "no units found"
-    lost = [u for u in run.units if u.status != "ok"]
+    lost = [u for u in run.units if u.status != UnitStatus.OK]
     noun = run.noun
     if not lost:
         return f"all {n} {noun} ok"
     nroots = len(run.roots)
-    victims = sum(1 for u in run.units if u.role == "cascade")
+    victims = sum(1 for u in run.units if u.role == UnitRole.CASCADE)
     loose = sum(1 for u in lost if u.role is None)
     parts: list[str] = []
     if nroots:
@@ -136,9 +137,9 @@ def render_run(run: Run) -> Iterator[str]:
                 yield f"{pad}first check: " + "; ".join(_gist(x) for x in r.probes[:2])
             for note in r.notes:
                 yield f"{pad}note: {note}"
-            if r.family == "unknown" and r.evidence:
+            if r.family == UNKNOWN and r.evidence:
                 yield f"{pad}evidence: {r.evidence[-1][:200]}"
-        elif r.family == "unknown" and r.evidence:
+        elif r.family == UNKNOWN and r.evidence:
             yield f"{pad}evidence: {r.evidence[-1][:200]}"
     for item in run.launcher:
         yield f"  launcher: {item}"

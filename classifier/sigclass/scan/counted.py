@@ -5,6 +5,7 @@ from __future__ import annotations
 from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.text.lines import Line
+from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
 class CountedEvidence:
@@ -22,8 +23,8 @@ class CountedEvidence:
                 # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body
                 m = rx.search(ln.content if rx is MARKER else ln.body)
                 verb = m["verb"].lower() if m else ""
-                kind = ("start" if verb in START_VERBS else "ok" if verb in OK_VERBS
-                        else "failed" if verb in FAIL_VERBS else None)
+                kind = (MarkerKind.START if verb in START_VERBS else MarkerKind.OK if verb in OK_VERBS
+                        else MarkerKind.FAILED if verb in FAIL_VERBS else None)
                 if kind:
                     self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self._cur_time(), ln.worker, ln.stream,
                                                ln.body.strip()[:300]))
@@ -38,7 +39,7 @@ class CountedEvidence:
 
     def _count(self, fam: str, pid: int, need: int, ln: Line, lineno: int) -> None:
         sig = self.sc.ledger[fam]
-        learned_mode = self.sc.signatures == "learned"
+        learned_mode = self.sc.signatures == SignatureMode.LEARNED
         if learned_mode and (self.sc.learned is None or (fam, ln.worker) in self.declined):
             return
         family_wide = sig.min_count > 1  # all the family's patterns feed one counter
@@ -63,7 +64,7 @@ class CountedEvidence:
             return
         first_line, _, first_time = seen[0]
         ev = [x.content for _, x, _ in seen[:3]]
-        method, conf = "regex", 1.0
+        method, conf = Method.REGEX, 1.0
         if learned_mode:
             # in learned mode the counted lines are only evidence: the model says what they are, or nothing
             guess = self._ask_learned([x.body for _, x, _ in seen], ln.worker)
@@ -71,7 +72,7 @@ class CountedEvidence:
                 self.declined.add((fam, ln.worker))
                 del self.counts[key]
                 return
-            sig, method, conf = self.sc.ledger[guess[0]], "learned", guess[1]
+            sig, method, conf = self.sc.ledger[guess[0]], Method.LEARNED, guess[1]
         f = self._make(sig, ev, conf, method, first_line, lineno, first_time, ln.worker, ln.stream, None,
                        [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
         f.count = len(seen)

@@ -7,9 +7,9 @@ model cannot be used.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any, Callable
+import warnings
 
 from sigclass.errors import ModelError
 

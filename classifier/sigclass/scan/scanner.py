@@ -27,6 +27,7 @@ from sigclass.scan.blocks import one_block, ScanResult
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
+from sigclass.vocab import SignatureMode
 
 
 _DONE, _FAILED = object(), object()
@@ -56,7 +57,7 @@ class _PatternGuard:
 class Scanner:
     """Compiled once per ledger; scans any number of sources."""
 
-    def __init__(self, ledger: Ledger, *, engine: str | None = None, signatures: str = "both",
+    def __init__(self, ledger: Ledger, *, engine: str | None = None, signatures: str = SignatureMode.BOTH,
                  learned: Callable[[list[str]], tuple[str, float] | None] | None = None) -> None:
         self.ledger = ledger
         self.signatures = signatures
@@ -168,7 +169,7 @@ class Scanner:
                        line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
         """The best family for a block. With line_pids (the prefilter's ids per line), a family's `any`
         patterns are confirmed only on the lines the prefilter matched them on."""
-        if self.signatures == "learned":
+        if self.signatures == SignatureMode.LEARNED:
             return None
         confirm_all = line_pids is None
         if line_pids is None:

@@ -17,6 +17,7 @@ from sigclass.scan.triggers import (
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
+from sigclass.vocab import Method, Role, SignatureMode, Status, UNKNOWN
 
 if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
@@ -281,17 +282,17 @@ class ScanState(SourceClock, CountedEvidence):
         if res is not None:
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
-            f = self._make(sig, ev[:5], conf, "regex", blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
+            f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
             self._emit(f)
             return
-        if self.sc.learned is not None and (blk.shaped or self.sc.signatures == "learned"):
+        if self.sc.learned is not None and (blk.shaped or self.sc.signatures == SignatureMode.LEARNED):
             guess = self._ask_learned(bodies, worker)
             if guess is not None:
                 fid, prob = guess
                 sig = self.sc.ledger.signatures.get(fid)
                 if sig is not None:
                     ev = exception_lines(bodies)
-                    f = self._make(sig, ev, prob, "learned", blk.start, end_line, blk.time, worker, stream, unit, bodies,
+                    f = self._make(sig, ev, prob, Method.LEARNED, blk.start, end_line, blk.time, worker, stream, unit, bodies,
                                    [strip_ts(e) for e in ev[:1]])
                     self._emit(f)
                     return
@@ -299,10 +300,10 @@ class ScanState(SourceClock, CountedEvidence):
             return
         ev = exception_lines(bodies)
         f = Finding(
-            family="unknown", title="Failure no signature explains", role="root", status="unknown",
-            confidence=0.0, method="none", source=self.state.name, line=blk.start, end_line=end_line,
-            time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint(["unknown", *ev[-2:]]),
-            mitigation="", family_role="root", unit=unit, stream=stream, block=bodies,
+            family=UNKNOWN, title="Failure no signature explains", role=Role.ROOT, status=Status.UNKNOWN,
+            confidence=0.0, method=Method.NONE, source=self.state.name, line=blk.start, end_line=end_line,
+            time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint([UNKNOWN, *ev[-2:]]),
+            mitigation="", family_role=Role.ROOT, unit=unit, stream=stream, block=bodies,
         )
         self._emit(f)
 
@@ -342,17 +343,17 @@ class ScanState(SourceClock, CountedEvidence):
             self._publish(self.pending.pop(0))
 
     def _publish(self, f: Finding) -> None:
-        if f.family_role == "secondary":
+        if f.family_role == Role.SECONDARY:
             # the latest root of the same worker; else, as in a distributed job, the latest root in the source
             root = next((r for r in reversed(self.roots) if r.worker == f.worker or r.worker is None or f.worker is None),
                         self.roots[-1] if self.roots else None)
             if root is not None:
-                f.role = "secondary"
+                f.role = Role.SECONDARY
                 f.root = root.pointer()
             else:
-                f.role = "root"
+                f.role = Role.ROOT
         else:
-            f.role = "root"
+            f.role = Role.ROOT
             self.roots.append(f)
         f.lines = [f.line] if not f.lines else f.lines
         self.findings.append(f)

@@ -9,6 +9,8 @@ import re
 from statistics import median
 from typing import Any, Mapping
 
+from sigclass.vocab import UnitRole, UnitStatus
+
 
 LABEL_W = 132  # lane label column (HTML, sticky)
 
@@ -52,7 +54,7 @@ TICK_MIN_PX = 90
 MAX_LINKS = 4000  # beyond this, cascades are drawn as bands only (the page stays light)
 
 
-STATUS_CLASSES = ("ok", "failed", "incomplete")
+STATUS_CLASSES = tuple(UnitStatus)
 
 
 # cascade colours: distinct from the status colours (green / red / amber)
@@ -105,7 +107,7 @@ class Bar:
 
     @property
     def is_root(self) -> bool:
-        return self.role == "root"
+        return self.role == UnitRole.ROOT
 
 
 @dataclass
@@ -158,10 +160,10 @@ def layout(run: Mapping[str, Any]) -> Layout:
 
     bars: list[Bar] = []
     for i, u in enumerate(units):
-        status = str(u.get("status") or "incomplete")
+        status = str(u.get("status") or UnitStatus.INCOMPLETE)
         role = u.get("role")
-        if role is None and str(u.get("unit")) in root_units and status == "failed":
-            role = "root"
+        if role is None and str(u.get("unit")) in root_units and status == UnitStatus.FAILED:
+            role = UnitRole.ROOT
         if u.get("start") is not None:  # start known: `time` is when it ended or failed
             start = parse_time(u.get("start"))
             end = parse_time(u.get("end")) or parse_time(u.get("time"))
@@ -170,7 +172,7 @@ def layout(run: Mapping[str, Any]) -> Layout:
         else:  # one timestamp only: where the unit sits on its lane
             start, end = parse_time(u.get("time")), parse_time(u.get("end"))
         bars.append(Bar(key=unit_key(u, dup_units), unit=str(u.get("unit")), worker=str(u.get("worker") or "?"),
-                        status=status if status in STATUS_CLASSES else "incomplete", family=u.get("family"),
+                        status=status if status in STATUS_CLASSES else UnitStatus.INCOMPLETE, family=u.get("family"),
                         role=None if role is None else str(role), root=None, start=start, end=end, order=i, raw=u))
     by_key = {b.key: b for b in bars}
     for b in bars:
@@ -183,7 +185,7 @@ def layout(run: Mapping[str, Any]) -> Layout:
         if key in by_key and key != b.key:
             b.root = key
             if by_key[key].role is None:
-                by_key[key].role = "root"
+                by_key[key].role = UnitRole.ROOT
 
     workers = sorted({b.worker for b in bars}, key=natural)
     lane_of = {w: i for i, w in enumerate(workers)}
