@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
+import sys
 from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import Sigs, app, err
+from sigclass.cli.common import app, err, Sigs
 from sigclass.errors import SigclassError
 
 _SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list")

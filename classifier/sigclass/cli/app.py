@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from sigclass.errors import SigclassError, SignatureError
 from sigclass.cli.common import app, err
+from sigclass.errors import SigclassError, SignatureError
 
 # Each command module registers its commands on `app` when imported.
 from sigclass.cli import agent, learn, ledger, report, runs, scan  # noqa: F401

@@ -11,6 +11,7 @@ import warnings
 import typer
 
 from sigclass import __version__
+from sigclass.errors import SigclassError
 from sigclass.vocab import SignatureMode
 
 app = typer.Typer(
@@ -41,7 +42,7 @@ def err(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _version(value: bool) -> None:
+def version_option(value: bool) -> None:
     if value:
         typer.echo(f"sigclass {__version__}")
         raise typer.Exit()
@@ -61,3 +62,27 @@ def load_ledger_or_exit(extra: list[Path] | None):
     for p in ledger.problems:
         err(f"{p} (this signature file is skipped)")
     return ledger, bool(ledger.problems or caught)
+
+
+def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
+    """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
+    from sigclass.runs.sources import ScanConfig
+
+    if jobs == 0:
+        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
+        raise typer.Exit(2)
+    lg, bad_ledger = load_ledger_or_exit(ledger)
+    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
+    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+
+
+def append_history(path: Path, runs: list) -> None:
+    """`sigclass runs ... --history PATH`: append the batch's units table; one line on stderr says what happened."""
+    from sigclass.outputs import history as hs
+
+    try:
+        got = hs.append_runs(path, runs)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")

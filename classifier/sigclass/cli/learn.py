@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-
-import json
-import sys
 from enum import Enum
+import hashlib
+import json
 from pathlib import Path
+import sys
 from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import LedgerOpt, app, err, load_ledger_or_exit
+from sigclass.cli.common import app, err, LedgerOpt, load_ledger_or_exit
 from sigclass.errors import ModelError, SigclassError
 
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]

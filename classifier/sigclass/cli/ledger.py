@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Annotated, Optional
+import warnings
 
 import typer
 

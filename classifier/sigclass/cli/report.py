@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import LedgerOpt, Sigs, app, err
+from sigclass.cli.common import app, err, LedgerOpt, scan_config, Sigs
 from sigclass.errors import ModelError, SigclassError
 
 
@@ -44,7 +44,6 @@ def report(
     from sigclass.runs.layouts import Layout
     from sigclass.runs.parallel import analyse
 
-    from sigclass.cli.runs import scan_config
 
     lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     try:
@@ -90,15 +89,3 @@ def stats(
     else:
         for line in hs.stats_text(got, by=by_v, quiet_days=quiet_days):
             typer.echo(line)
-
-
-def append_history(path: Path, runs: list) -> None:
-    """`sigclass runs ... --history PATH`: append the batch's units table; one line on stderr says what happened."""
-    from sigclass.outputs import history as hs
-
-    try:
-        got = hs.append_runs(path, runs)
-    except SigclassError as exc:
-        err(exc)
-        raise typer.Exit(2) from None
-    err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")

@@ -7,16 +7,16 @@ units ok).
 
 from __future__ import annotations
 
-import json
-import sys
 from contextlib import nullcontext
 from enum import Enum
+import json
 from pathlib import Path
+import sys
 from typing import Annotated, Callable, Optional
 
 import typer
 
-from sigclass.cli.common import LedgerOpt, Sigs, app, err, load_ledger_or_exit
+from sigclass.cli.common import app, append_history, err, LedgerOpt, scan_config, Sigs
 from sigclass.errors import SigclassError
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
@@ -28,18 +28,6 @@ class RunsFmt(str, Enum):
     jsonl = "jsonl"
     csv = "csv"
     parquet = "parquet"
-
-
-def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
-    """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
-    from sigclass.runs.sources import ScanConfig
-
-    if jobs == 0:
-        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
-        raise typer.Exit(2)
-    lg, bad_ledger = load_ledger_or_exit(ledger)
-    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
 
 
 def _progress(total: int):
@@ -165,7 +153,5 @@ def runs(
             sink.close()
 
     if history is not None:
-        from sigclass.cli.report import append_history
-
         append_history(history, kept)
     raise typer.Exit(2 if unreadable or bad_ledger else 1 if failed else 0)

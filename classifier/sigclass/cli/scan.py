@@ -10,7 +10,7 @@ import warnings
 
 import typer
 
-from sigclass.cli.common import _version, app, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
+from sigclass.cli.common import app, err, version_option, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
 from sigclass.errors import InputError, ModelError, SigclassError
 from sigclass.scan.factory import build_scanner
 
@@ -18,7 +18,7 @@ from sigclass.scan.factory import build_scanner
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=version_option, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """With no command, scan standard input: `... | sigclass`."""
     if ctx.invoked_subcommand is None:
