@@ -33,7 +33,7 @@ class LazyPredictor:
 
     def set_mode(self, signatures: str) -> None:
         self._mode = signatures
-        if self._predictor is not None and hasattr(self._predictor, "set_mode"):
+        if self._predictor is not None:
             self._predictor.set_mode(signatures)
 
     def _load(self) -> Any:
@@ -53,11 +53,8 @@ class LazyPredictor:
             if self._predictor is None:
                 self._failed = True
                 return None
-            if hasattr(self._predictor, "set_mode"):
-                self._predictor.set_mode(self._mode)
-        if getattr(self._predictor, "wants_facts", False):
-            return self._predictor(bodies, facts)
-        return self._predictor(bodies)
+            self._predictor.set_mode(self._mode)
+        return self._predictor(bodies, facts)
 
 
 class LazyCompact(LazyPredictor):

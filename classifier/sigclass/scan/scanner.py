@@ -24,6 +24,7 @@ from sigclass.ledger.signature import Signature
 from sigclass.records import Finding
 from sigclass.scan import prefilter
 from sigclass.scan.blocks import one_block, ScanResult
+from sigclass.scan.learned import as_learned, Guess, LearnedModel
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
@@ -58,12 +59,12 @@ class Scanner:
     """Compiled once per ledger; scans any number of sources."""
 
     def __init__(self, ledger: Ledger, *, engine: str | None = None, signatures: str = SignatureMode.BOTH,
-                 learned: Callable[[list[str]], tuple[str, float] | None] | None = None) -> None:
+                 learned: LearnedModel | Callable[[list[str]], Guess | None] | None = None) -> None:
         self.ledger = ledger
         self.signatures = signatures
-        self.learned = learned
-        if learned is not None and hasattr(learned, "set_mode"):
-            learned.set_mode(signatures)  # a model may keep one abstain threshold per mode
+        self.learned = as_learned(learned)
+        if self.learned is not None:
+            self.learned.set_mode(signatures)  # a model may keep one abstain threshold per mode
         self.any_family: dict[int, str] = {}
         self.fact_pat: dict[int, object] = {}
         # pattern id -> how many matching lines (per source and worker) make a finding, for counted evidence:

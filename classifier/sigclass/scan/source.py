@@ -308,11 +308,11 @@ class ScanState(SourceClock, CountedEvidence):
         self._emit(f)
 
     def _ask_learned(self, bodies: list[str], worker: str | None) -> tuple[str, float] | None:
-        """The learned callback's guess; one that sets `wants_facts` also gets the source's facts for the worker."""
-        if getattr(self.sc.learned, "wants_facts", False):
-            facts = {**self.facts.get("", {}), **self.facts.get(worker or "", {})}
-            return self.sc.learned(bodies, facts)  # type: ignore[call-arg, misc]
-        return self.sc.learned(bodies)  # type: ignore[misc]
+        """The learned callback's guess; one that wants facts also gets the source's facts for the worker."""
+        learned = self.sc.learned
+        assert learned is not None
+        facts = {**self.facts.get("", {}), **self.facts.get(worker or "", {})} if learned.wants_facts else None
+        return learned(bodies, facts)
 
     def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
               worker: str | None, stream: str, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
