@@ -1,0 +1,1 @@
+"""The `sigclass` command: one module per group of commands around the shared app in `common`."""

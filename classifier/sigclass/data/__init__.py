@@ -1,0 +1,1 @@
+"""The shipped model (package data): the joblib pipeline, its compact export and their pins."""

@@ -1,0 +1,1 @@
+"""What sigclass writes: findings, run tables, history, JSON Schemas and the HTML report."""

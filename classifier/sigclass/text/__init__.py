@@ -1,0 +1,1 @@
+"""Text of one log line: the worker-prefix table, line splitting, timestamps and masking."""
