@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from sigclass.vocab import Role, UnitRole, UnitStatus
 
@@ -76,6 +76,33 @@ def fold(findings: list[Finding]) -> list[Finding]:
 
 STATUSES = tuple(UnitStatus)
 
+# The JSON shape of each run record, in output order: the internal records (here) and the API's frozen results
+# (results.py) both write exactly these keys.
+UNIT_KEYS = ("unit", "worker", "status", "family", "role", "root", "time", "fingerprint", "evidence", "source", "line")
+ROOT_FAULT_KEYS = ("unit", "worker", "family", "time", "fingerprint", "victims", "evidence", "source", "line",
+                   "mitigation", "probes", "notes")
+RUN_KEYS = ("run", "path", "units", "roots", "systematic", "problems", "summary")
+
+
+def plain(value: Any) -> Any:
+    """A field as plain JSON: records by their `to_dict()`, sequences as lists, the rest as it is."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if to_dict is not None else value
+
+
+def shape(record: Any, keys: Sequence[str]) -> dict[str, Any]:
+    """The record's JSON object: these keys, in this order."""
+    return {k: plain(getattr(record, k)) for k in keys}
+
+
+def systematic_dict(family: str, workers: int, fingerprint: str | None) -> dict[str, Any]:
+    d: dict[str, Any] = {"family": family, "workers": workers}
+    if fingerprint is not None:
+        d["fingerprint"] = fingerprint
+    return d
+
 
 ROLES = tuple(UnitRole)
 
@@ -101,11 +128,7 @@ class Unit:
     finding: Finding | None = None  # the finding that names its family
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "unit": self.unit, "worker": self.worker, "status": self.status, "family": self.family,
-            "role": self.role, "root": self.root, "time": self.time, "fingerprint": self.fingerprint,
-            "evidence": list(self.evidence), "source": self.source, "line": self.line,
-        }
+        return shape(self, UNIT_KEYS)
 
 
 @dataclass(slots=True)
@@ -126,12 +149,7 @@ class RootFault:
     notes: list[str] = field(default_factory=list)  # red-herring / superseded notes
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "unit": self.unit, "worker": self.worker, "family": self.family, "time": self.time,
-            "fingerprint": self.fingerprint, "victims": list(self.victims), "evidence": list(self.evidence),
-            "source": self.source, "line": self.line, "mitigation": self.mitigation, "probes": list(self.probes),
-            "notes": list(self.notes),
-        }
+        return shape(self, ROOT_FAULT_KEYS)
 
 
 @dataclass(slots=True)
@@ -144,10 +162,7 @@ class Systematic:
     fingerprint: str | None = None  # only for `unknown`, whose repeats group by fingerprint
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"family": self.family, "workers": self.workers}
-        if self.fingerprint is not None:
-            d["fingerprint"] = self.fingerprint
-        return d
+        return systematic_dict(self.family, self.workers, self.fingerprint)
 
 
 @dataclass(slots=True)
@@ -171,14 +186,7 @@ class Run:
         return any(u.status != UnitStatus.OK for u in self.units)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run": self.run, "path": self.path,
-            "units": [u.to_dict() for u in self.units],
-            "roots": [r.to_dict() for r in self.roots],
-            "systematic": [s.to_dict() for s in self.systematic],
-            "problems": list(self.problems),
-            "summary": self.summary,
-        }
+        return shape(self, RUN_KEYS)
 
 
 @dataclass(slots=True)

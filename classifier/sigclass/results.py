@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from sigclass.errors import InputError
-from sigclass.records import Finding, FINDING_KEYS
+from sigclass.records import Finding, FINDING_KEYS, ROOT_FAULT_KEYS, RUN_KEYS, shape, systematic_dict, UNIT_KEYS
+from sigclass.vocab import UnitStatus
 
 
 @dataclass(frozen=True)
@@ -195,9 +196,7 @@ class RunUnit:
                    d["fingerprint"], tuple(d["evidence"]), d["source"], d["line"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": self.unit, "worker": self.worker, "status": self.status, "family": self.family,
-                "role": self.role, "root": self.root, "time": self.time, "fingerprint": self.fingerprint,
-                "evidence": list(self.evidence), "source": self.source, "line": self.line}
+        return shape(self, UNIT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -224,10 +223,7 @@ class RootFault:
                    tuple(d["notes"]))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": self.unit, "worker": self.worker, "family": self.family, "time": self.time,
-                "fingerprint": self.fingerprint, "victims": list(self.victims), "evidence": list(self.evidence),
-                "source": self.source, "line": self.line, "mitigation": self.mitigation,
-                "probes": list(self.probes), "notes": list(self.notes)}
+        return shape(self, ROOT_FAULT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -243,10 +239,7 @@ class SystematicFault:
         return cls(d["family"], int(d["workers"]), d.get("fingerprint"))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"family": self.family, "workers": self.workers}
-        if self.fingerprint is not None:
-            d["fingerprint"] = self.fingerprint
-        return d
+        return systematic_dict(self.family, self.workers, self.fingerprint)
 
 
 @dataclass(frozen=True)
@@ -263,7 +256,7 @@ class RunAnalysis:
 
     @property
     def failed(self) -> bool:
-        return any(u.status != "ok" for u in self.units)
+        return any(u.status != UnitStatus.OK for u in self.units)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunAnalysis:
@@ -275,6 +268,4 @@ class RunAnalysis:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "path": self.path, "units": [u.to_dict() for u in self.units],
-                "roots": [r.to_dict() for r in self.roots], "systematic": [s.to_dict() for s in self.systematic],
-                "problems": list(self.problems), "summary": self.summary}
+        return shape(self, RUN_KEYS)
