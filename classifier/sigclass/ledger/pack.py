@@ -20,8 +20,8 @@ from sigclass.ledger.signature import replace_fields, Signature
 
 
 def shipped_dir() -> Path:
-    """The signature pack installed with the package."""
-    return Path(str(importlib.resources.files("sigclass.signatures")))
+    """The signature pack installed with the package (in a checkout, the top-level signatures/ the package links to)."""
+    return Path(str(importlib.resources.files("sigclass.signatures"))).resolve()
 
 
 class Ledger:
