@@ -73,7 +73,7 @@ def test_bad_user_file_is_skipped_and_reported(tmp_path: Path):
     (tmp_path / "demo-family.yaml").write_text(GOOD, encoding="utf-8")
     lg = load_ledger([tmp_path])
     assert "demo-family" in lg and "broken-one" not in lg
-    assert any(p.startswith(str(tmp_path / "broken-one.yaml") + ":") for p in lg.problems)
+    assert any(p.where.startswith(str(tmp_path / "broken-one.yaml") + ":") for p in lg.problems)
     with pytest.raises(SignatureError):
         load_ledger([tmp_path], strict=True)
 

@@ -19,7 +19,7 @@ import threading
 from typing import Any, Iterable, Union
 import warnings
 
-from sigclass.errors import InputError, SignatureError
+from sigclass.errors import InputError, Problem, SignatureError
 from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit, SystematicFault,
@@ -74,7 +74,7 @@ def _ledger_key(ledger: LedgerArg) -> tuple[str, ...]:
     for item in items:
         p = Path(item)
         if not p.exists():
-            raise SignatureError(f"{p}: ledger path does not exist; name a .yaml file or a folder of them")
+            raise SignatureError(Problem(str(p), "ledger path does not exist; name a .yaml file or a folder of them"))
         key.append(str(p.resolve()))
     return tuple(key)
 

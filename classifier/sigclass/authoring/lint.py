@@ -197,8 +197,7 @@ def lint(ledger: Ledger, *, shipped: bool, scanner=None) -> list[Issue]:
     ctx: dict = {"shipped": shipped, "scanner": scanner}
     issues: list[Issue] = []
     for problem in ledger.problems:
-        where, _, msg = problem.partition(": ")
-        issues.append(Issue("load", "HIGH", where, msg))
+        issues.append(Issue("load", "HIGH", problem.where, problem.message))
     validators = [cls(ledger, ctx) for cls in Validator.registry]
     for sig in ledger:
         for v in validators:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 import warnings
 
-from sigclass.errors import SignatureError
+from sigclass.errors import Problem, SignatureError
 from sigclass.ledger.parse import parse_signature
 from sigclass.ledger.patterns import _validated, Pattern
 from sigclass.ledger.signature import replace_fields, Signature
@@ -27,11 +27,11 @@ def shipped_dir() -> Path:
 class Ledger:
     """All signatures, with a global pattern table for the prefilter."""
 
-    def __init__(self, signatures: Iterable[Signature], problems: Iterable[str] = ()) -> None:
+    def __init__(self, signatures: Iterable[Signature], problems: Iterable[Problem] = ()) -> None:
         self.signatures: dict[str, Signature] = {}
         for sig in signatures:
             self.signatures[sig.id] = sig
-        self.problems: list[str] = list(problems)
+        self.problems: list[Problem] = list(problems)
         self.patterns: list[Pattern] = []
         for sig in self.signatures.values():
             if not sig.active:
@@ -73,28 +73,28 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
     for item in extra:
         p = Path(item)
         if not p.exists():
-            msg = f"{p}: ledger path does not exist; name a .yaml file or a folder of them"
+            problem = Problem(str(p), "ledger path does not exist; name a .yaml file or a folder of them")
             if strict:
-                raise SignatureError(msg)
-            warnings.warn(msg, stacklevel=2)
+                raise SignatureError(problem)
+            warnings.warn(str(problem), stacklevel=2)
             continue
         sources.extend(sig_files(p))
     sigs: dict[str, Signature] = {}
-    problems: list[str] = []
+    problems: list[Problem] = []
     for path in sources:
         try:
             text = path.read_text(encoding="utf-8")
             sig = parse_signature(text, str(path))
         except (OSError, UnicodeDecodeError) as exc:
-            msg = f"{path}:1: cannot read signature file: {exc}"
+            problem = Problem(f"{path}:1", f"cannot read signature file: {exc}")
             if strict:
-                raise SignatureError(msg) from None
-            problems.append(msg)
+                raise SignatureError(problem) from None
+            problems.append(problem)
             continue
         except SignatureError as exc:
             if strict:
                 raise
-            problems.extend(str(exc).splitlines())
+            problems.extend(exc.problems)
             continue
         sigs[sig.id] = sig
     # renumber pattern indices so they are unique across files

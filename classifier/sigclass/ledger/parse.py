@@ -7,7 +7,7 @@ from typing import Any
 
 import regex
 
-from sigclass.errors import SignatureError
+from sigclass.errors import Problem, SignatureError
 from sigclass.ledger.patterns import _OK, Collector, compile_pattern, Pattern
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
 from sigclass.ledger.yaml_strict import load_yaml
@@ -47,7 +47,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         return f"{path}:{lines.get(k, 1)}"
 
     if not isinstance(data, dict):
-        raise SignatureError(f"{path}:1: a signature file must be a mapping with id, title, role, match, ...")
+        raise SignatureError(Problem(f"{path}:1", "a signature file must be a mapping with id, title, role, match, ..."))
     for key in data:
         if key not in _TOP_KEYS:
             errs.add(at(key), f"unknown key {key!r} (known: {', '.join(sorted(_TOP_KEYS))})")
@@ -195,5 +195,5 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         raw=data,
     )
     if errs.errors:
-        raise SignatureError("\n".join(errs.errors))
+        raise SignatureError(*errs.errors)
     return sig

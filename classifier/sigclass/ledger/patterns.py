@@ -8,6 +8,8 @@ from typing import Any
 
 import regex
 
+from sigclass.errors import Problem
+
 
 MATCH_TIMEOUT = 0.25  # seconds a single regex match on one line may take before it is abandoned
 BLOCK_MATCH_TIMEOUT = 0.5  # seconds the pure-regex prefilter may spend on one pattern over one block of bytes
@@ -92,10 +94,10 @@ class Collector:
     """Gathers errors while parsing one file so that all of them are reported."""
 
     def __init__(self) -> None:
-        self.errors: list[str] = []
+        self.errors: list[Problem] = []
 
     def add(self, where: str, what: str) -> None:
-        self.errors.append(f"{where}: {what}")
+        self.errors.append(Problem(where, what))
 
 
 _OK = object()  # a pattern validated on an earlier load: compiled on first use

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from sigclass.errors import SignatureError
+from sigclass.errors import Problem, SignatureError
 
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -53,7 +53,7 @@ def load_yaml(text: str, name: str) -> tuple[Any, dict[tuple, int]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise SignatureError(f"{name}:{line}: YAML error: {exc.problem or exc}") from None
+        raise SignatureError(Problem(f"{name}:{line}", f"YAML error: {exc.problem or exc}")) from None
     except yaml.YAMLError as exc:
-        raise SignatureError(f"{name}:1: YAML error: {exc}") from None
+        raise SignatureError(Problem(f"{name}:1", f"YAML error: {exc}")) from None
     return data, (line_map(node) if node is not None else {})
