@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
+import re
 
 _MARK = re.compile(r"^# (todo-)?(expect|expect-not): *([a-z0-9-]+) *$")
 

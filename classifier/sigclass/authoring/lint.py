@@ -7,9 +7,9 @@ pack at the end (`finalize`). Output is one greppable line per issue:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
+import re
 from typing import ClassVar
 
 from sigclass.authoring.examples import check, parse_examples

@@ -13,18 +13,19 @@ line is not kept, and the reason is reported.
 
 from __future__ import annotations
 
-import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+import re
 from typing import Any, Iterable, Sequence
+import warnings
 
 import regex
 import yaml
 
 from sigclass.errors import InputError
 from sigclass.scan.reader import is_log_name
-from sigclass.text.lines import MASKS, mask
+from sigclass.text.lines import mask, MASKS
+from sigclass.vocab import Role, SignatureMode, Status
 
 MAX_KEY_CHARS = 200
 _WORKER_DIR = re.compile(r"^(?:worker|gpu|rank|node|host)[-_]?[A-Za-z0-9-]*$", re.I)
@@ -129,7 +130,7 @@ def _worker_of(folder: str, name: str) -> str | None:
 def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
     from sigclass.scan.scanner import Scanner
 
-    scanner = Scanner(ledger, signatures="regex")
+    scanner = Scanner(ledger, signatures=SignatureMode.REGEX)
     groups: dict[str, Group] = {}
     for f, run, pworker in sources(paths):
         with warnings.catch_warnings():
@@ -254,9 +255,9 @@ def _common_prefix(vals: Sequence[str]) -> str:
 
 # --------------------------------------------------------------------------- drafts
 
-def guess_role(block: Sequence[str]) -> str:
+def guess_role(block: Sequence[str]) -> Role:
     text = "\n".join(block[-12:])
-    return "secondary" if _SECONDARY_HINTS.search(text) else "root"
+    return Role.SECONDARY if _SECONDARY_HINTS.search(text) else Role.ROOT
 
 
 def draft_id(key_line: str, taken: set[str]) -> str:
@@ -339,8 +340,8 @@ def write_drafts(groups: Sequence[Group], out: str | Path, ledger, *, top: int =
         doc = {
             "id": fid,
             "title": f"Draft: {g.template.split(' | ')[-1][:100]}",
-            "role": role,
-            "status": "active",
+            "role": role.value,
+            "status": Status.ACTIVE.value,
             "priority": 40,
             "match": {"any": [pattern]},
             "mitigation": (f"Draft induced by `sigclass suggest` from {g.count} failures in {len(g.runs)} run(s) "
@@ -367,7 +368,7 @@ def write_drafts(groups: Sequence[Group], out: str | Path, ledger, *, top: int =
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lg = load_ledger([out], shipped=False)
-            issues = lint(lg, shipped=False, scanner=Scanner(lg, signatures="regex"))
+            issues = lint(lg, shipped=False, scanner=Scanner(lg, signatures=SignatureMode.REGEX))
         for d in written:
             bad = [i for i in issues if i.severity in ("HIGH", "MEDIUM") and Path(i.where.rsplit(":", 1)[0]).stem == d.id]
             if bad:

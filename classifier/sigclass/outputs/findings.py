@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, Any
+from typing import Any, IO
 
 from sigclass.records import Finding
+from sigclass.vocab import Method, Role, Status, UNKNOWN
 
 
 def use_colour(stream: IO[str]) -> bool:
@@ -33,25 +34,25 @@ def finding_text(f: Finding, paint: _Paint) -> str:
     where = f"{f.source}:{f.line}"
     if f.end_line != f.line:
         where += f"-{f.end_line}"
-    fam = paint(f.family, "1;31" if f.role == "root" and f.family != "unknown" else "1;33" if f.family == "unknown" else "33")
+    fam = paint(f.family, "1;31" if f.role == Role.ROOT and f.family != UNKNOWN else "1;33" if f.family == UNKNOWN else "33")
     head = [where, fam]
-    if f.role == "secondary":
+    if f.role == Role.SECONDARY:
         head.append(paint("(secondary)", "2"))
-    if f.status == "red-herring":
+    if f.status == Status.RED_HERRING:
         head.append(paint("[red herring]", "35"))
-    if f.method == "learned":
+    if f.method == Method.LEARNED:
         head.append(paint(f"[learned p={f.confidence:.2f}]", "36"))
     if f.worker:
         head.append(f"worker {f.worker}")
     if f.time:
         head.append(f.time)
     out = ["  ".join(head)]
-    if f.role == "secondary" and f.root:
+    if f.role == Role.SECONDARY and f.root:
         # a cascade victim: what it printed and whose victim it is; the advice is the root's
         out.append(paint(f"  > {f.evidence[-1][:200]}", "2") if f.evidence else "")
         out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
         return "\n".join(x for x in out if x)
-    if f.family != "unknown":
+    if f.family != UNKNOWN:
         out.append(f"  {f.title}")
     for ev in f.evidence[:3]:
         out.append(paint(f"  > {ev[:200]}", "2"))
@@ -64,7 +65,7 @@ def finding_text(f: Finding, paint: _Paint) -> str:
         out.append(paint(f"  caveat: {c}", "35"))
     for s in f.superseded_by:
         out.append(f"  superseded by {s['id']}: {s['note']}")
-    if f.family == "unknown":
+    if f.family == UNKNOWN:
         out.append(f"  fingerprint {f.fingerprint} (no signature; `sigclass suggest` drafts one)")
     return "\n".join(out)
 

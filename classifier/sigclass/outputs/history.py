@@ -31,19 +31,20 @@ the one collect.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+import hashlib
+import os
 from pathlib import Path
 from typing import Iterable, Mapping
+import uuid
 
 import polars as pl
 import polars.selectors as cs
 
 from sigclass.errors import InputError
 from sigclass.outputs.tables import UNITS_SCHEMA, units_table
+from sigclass.vocab import UnitRole
 
 HISTORY_SCHEMA = pl.Schema({
     **UNITS_SCHEMA,
@@ -154,7 +155,7 @@ def failures(lf: pl.LazyFrame) -> pl.LazyFrame:
 def _counts() -> list[pl.Expr]:
     return [
         pl.len().alias("units"),
-        (pl.col("role") == "root").sum().alias("roots"),
+        (pl.col("role") == UnitRole.ROOT.value).sum().alias("roots"),
         (pl.col("role") == "cascade").sum().alias("victims"),
         pl.col("run").n_unique().alias("runs"),
     ]
@@ -219,7 +220,7 @@ def overview(lf: pl.LazyFrame) -> pl.LazyFrame:
         pl.len().alias("units"),
         (pl.col("status") == "failed").sum().alias("failed"),
         (pl.col("status") == "incomplete").sum().alias("incomplete"),
-        (pl.col("role") == "root").sum().alias("roots"),
+        (pl.col("role") == UnitRole.ROOT.value).sum().alias("roots"),
         pl.col("batch").n_unique().alias("batches"),
         pl.col("seen").min().alias("first_seen"),
         pl.col("seen").max().alias("last_seen"),

@@ -12,10 +12,19 @@ code emits is described here, so the schemas cannot silently fall behind.
 from __future__ import annotations
 
 import copy
+from enum import StrEnum
 from typing import Any
+
+from sigclass.vocab import Method, Role, Status, UnitRole, UnitStatus
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 VERSION = 1
+
+
+def _values(vocab: type[StrEnum]) -> list[str]:
+    """A closed vocabulary as a JSON Schema enum (from vocab.py, the one definition)."""
+    return [v.value for v in vocab]
+
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _NULL_STR = {"type": ["string", "null"]}
@@ -28,12 +37,12 @@ _SUPERSEDE = {
 _FINDING_PROPS: dict[str, Any] = {
     "family": {"type": "string", "description": "Family id from the ledger, or 'unknown'."},
     "title": {"type": "string"},
-    "role": {"enum": ["root", "secondary"],
+    "role": {"enum": _values(Role),
              "description": "secondary: this failure follows a root fault (see 'root'); root otherwise."},
-    "status": {"enum": ["active", "red-herring", "retired", "unknown"],
+    "status": {"enum": _values(Status),
                "description": "The ledger status of the family; 'unknown' for a failure no family explains."},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "method": {"enum": ["regex", "learned", "none"]},
+    "method": {"enum": _values(Method)},
     "source": {"type": "string", "description": "The log file, or '<text>' for text given inline."},
     "line": {"type": "integer", "minimum": 0},
     "end_line": {"type": "integer", "minimum": 0},
@@ -83,8 +92,8 @@ FINDING: dict[str, Any] = {
 _GOTCHA_PROPS: dict[str, Any] = {
     "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
     "title": {"type": "string"},
-    "role": {"enum": ["root", "secondary"]},
-    "status": {"enum": ["active", "red-herring", "retired"]},
+    "role": {"enum": _values(Role)},
+    "status": {"enum": _values(Status)[:-1]},  # a signature is never `unknown`
     "priority": {"type": "integer"},
     "match": {
         "type": "object",
@@ -158,9 +167,9 @@ CLASSIFICATION: dict[str, Any] = {
 _UNIT_PROPS: dict[str, Any] = {
     "unit": {"type": "string"},
     "worker": _NULL_STR,
-    "status": {"enum": ["ok", "failed", "incomplete"]},
+    "status": {"enum": _values(UnitStatus)},
     "family": {**_NULL_STR, "description": "The family of the error the unit printed itself (null: none seen)."},
-    "role": {"enum": ["root", "cascade", None], "description": "cascade: a victim of the root fault named in 'root'."},
+    "role": {"enum": [*_values(UnitRole), None], "description": "cascade: a victim of the root fault named in 'root'."},
     "root": {**_NULL_STR, "description": "For a cascade victim: the unit of its root fault."},
     "time": _NULL_STR,
     "fingerprint": _NULL_STR,

@@ -9,15 +9,17 @@ parquet.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, TYPE_CHECKING
 
 import polars as pl
+
+from sigclass.vocab import UnitRole, UnitStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from sigclass.records import Run
 
-STATUS = pl.Enum(["ok", "failed", "incomplete"])
-ROLE = pl.Enum(["root", "cascade"])
+STATUS = pl.Enum([s.value for s in UnitStatus])
+ROLE = pl.Enum([r.value for r in UnitRole])
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 UNITS_SCHEMA = pl.Schema({
