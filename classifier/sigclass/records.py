@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sigclass.vocab import Role, UnitRole, UnitStatus
+
+if TYPE_CHECKING:
+    from sigclass.text.prefixes import Stream
 
 FINDING_KEYS = (
     "family", "title", "role", "status", "confidence", "method", "source", "line", "end_line",
@@ -39,7 +42,7 @@ class Finding:
     count: int = 1
     lines: list[int] = field(default_factory=list)
     unit: str | None = None
-    stream: str = ""
+    stream: Stream | None = None
     block: list[str] = field(default_factory=list)  # the normalised failure block
     facts: dict[str, str] = field(default_factory=dict)
 

@@ -15,12 +15,13 @@ from typing import Any, Sequence
 from sigclass.records import Finding, Run, Unit
 from sigclass.runs.cascade import attribute_cascades, systematic_faults
 from sigclass.runs.discover import RunPlan
-from sigclass.runs.layouts import file_stem, Identity, norm_id, prefix_kind
+from sigclass.runs.layouts import file_stem, Identity, norm_id
 from sigclass.runs.sources import MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
 from sigclass.runs.summary import headline, natural
 from sigclass.scan.blocks import Marker
 from sigclass.text.lines import fingerprint as _fingerprint
 from sigclass.vocab import MarkerKind, Role, Status, UnitStatus, UNKNOWN
+from sigclass.text.prefixes import Stream
 
 
 @dataclass(slots=True, eq=False)
@@ -38,11 +39,11 @@ class _Piece:
     fallback: bool = False  # no unit named it (a whole file, a worker's own log): a unit only if the run has no other
 
 
-def _event_worker(stream: str, worker: str | None, ident: Identity, file_worker: str | None) -> tuple[str | None, str]:
+def _event_worker(stream: Stream | None, worker: str | None, ident: Identity, file_worker: str | None) -> tuple[str | None, str]:
     """(worker, origin) of a finding or marker; origin is 'field' (JSON record), 'prefix' (rank line prefix) or 'file'."""
-    if stream.startswith("w:") and worker:
+    if stream is not None and stream.in_record and worker:
         return norm_id(worker), "field"
-    if ident.kind == "none" and worker and prefix_kind(stream):
+    if ident.kind == "none" and worker and stream is not None and stream.prefix_kind():
         return norm_id(worker), "prefix"
     return file_worker, "file"
 
@@ -55,7 +56,7 @@ def _pieces_of(sc: SourceScan) -> tuple[list[_Piece], list[Finding]]:
         worker = ident.worker
         if worker is None:
             worker = next((norm_id(x.worker) for x in [*sc.findings, *sc.markers]
-                           if x.stream.startswith("w:") and x.worker), None) or sc.kv_worker
+                           if x.stream is not None and x.stream.in_record and x.worker), None) or sc.kv_worker
         piece = _Piece(ident.unit or "", worker, sc.rel, 0,
                        first_start.time if first_start else sc.first_time,
                        list(sc.findings), [m for m in sc.markers if m.kind != "start"],

@@ -14,7 +14,6 @@ import re
 
 from sigclass.errors import InputError
 from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES
-from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS
 
 
 # Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
@@ -121,16 +120,3 @@ def identify(rel: str, unit_rx: re.Pattern[str] | None = None, worker_rx: re.Pat
     if worker is None and WORKER_NAME.match(stem):
         worker = stem
     return Identity("worker" if worker else "none", None, worker)
-
-
-def prefix_kind(stream: str) -> str | None:
-    """'rank' / 'mpi' / 'tee' / 'ray' for a stream named by a worker prefix; None otherwise."""
-    if not stream or stream.startswith("w:"):
-        return None
-    head = stream.split("|", 1)[0]
-    kind = head.split(":", 1)[0]
-    if kind in RANK_KINDS:
-        return kind
-    if ":" in head and not kind.startswith(NOT_A_WORKER):
-        return "ray"
-    return None

@@ -10,6 +10,7 @@ from sigclass.records import Finding
 from sigclass.scan.reader import BLOCK
 from sigclass.scan.triggers import CHAIN, EXC_LINE
 from sigclass.text.lines import Line
+from sigclass.text.prefixes import Stream
 
 
 @dataclass
@@ -21,13 +22,13 @@ class Marker:
     line: int
     time: str | None
     worker: str | None
-    stream: str
+    stream: Stream | None
     text: str = ""  # the marker line (body), cut to 300 characters
 
 
 @dataclass
 class OpenBlock:
-    stream: str
+    stream: Stream | None
     worker: str | None
     kind: str  # tb | line | cpp
     phase: str  # frames | exc | msg | chain

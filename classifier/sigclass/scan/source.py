@@ -18,6 +18,7 @@ from sigclass.scan.triggers import (
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.vocab import Method, Role, SignatureMode, Status, UNKNOWN
+from sigclass.text.prefixes import Stream
 
 if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
@@ -31,7 +32,7 @@ class ScanState(SourceClock, CountedEvidence):
         self.state = state
         self.on_finding = on_finding
         self.lineno = 0  # lines fully consumed so far
-        self.open: dict[str, OpenBlock] = {}
+        self.open: dict[Stream | None, OpenBlock] = {}
         self.findings: list[Finding] = []
         self.roots: list[Finding] = []
         self.markers: list[Marker] = []
@@ -246,7 +247,7 @@ class ScanState(SourceClock, CountedEvidence):
         return True
 
     # ------------------------------------------------------------------ closing
-    def _close(self, stream: str) -> None:
+    def _close(self, stream: Stream | None) -> None:
         blk = self.open.pop(stream, None)
         if blk is None:
             return
@@ -315,7 +316,7 @@ class ScanState(SourceClock, CountedEvidence):
         return learned(bodies, facts)
 
     def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
-              worker: str | None, stream: str, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
+              worker: str | None, stream: Stream | None, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
         facts = {}
         for d in (self.facts.get("", {}), self.facts.get(worker or "", {})):
             facts.update(d)

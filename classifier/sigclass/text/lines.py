@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import hashlib
 import re
 
-from sigclass.text.prefixes import LINE_PREFIXES, RAY_WORKER_NAME
+from sigclass.text.prefixes import LINE_PREFIXES, RAY_WORKER_NAME, Stream
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -40,7 +40,7 @@ class Line:
     raw: str  # after ANSI / \r handling
     content: str  # after worker prefix removal (still with the log header)
     body: str  # after the log header too
-    stream: str  # reassembly key: lines of one stream belong together
+    stream: Stream | None  # reassembly key: lines of one stream belong together (None: no prefix)
     worker: str | None
     header: str  # the log header text ('' when none)
     prefix_kind: str | None
@@ -63,7 +63,7 @@ def clean(raw: str) -> str:
 def split_line(raw: str) -> Line:
     text = clean(raw)
     content = text
-    stream = ""
+    stream: Stream | None = None
     worker: str | None = None
     kind: str | None = None
     unit = tov = None
@@ -78,17 +78,18 @@ def split_line(raw: str) -> Line:
                 unit = m["u"] or None
                 tov = m["t"] or None
                 lov = int(m["l"])
-                stream = f"w:{worker}" if worker else ""
+                stream = Stream("w", worker) if worker else None
             elif kind == "jsonl":
                 # a prefix inside a JSON record's message: a sub-stream of the record's worker
-                stream = f"{stream}|{m.groupdict().get('name') or k}:{m['w']}"
+                parent = stream or Stream("", "")
+                stream = Stream(parent.kind, parent.id, (m.groupdict().get("name") or k, m["w"]))
             elif k == "ray" and m.groupdict().get("name"):
                 # a Ray actor's pid names a worker; a helper process of one worker (vLLM's EngineCore,
                 # a DataLoader) is only a stream of its own
-                stream = f"{m['name']}:{m['w']}"
+                stream = Stream(m["name"], m["w"])
                 worker = m["w"] if RAY_WORKER_NAME.search(m["name"]) else None
             else:
-                stream = f"{k}:{m['w']}"
+                stream = Stream(k, m["w"])
                 worker = m["w"]
             kind = kind or k
             content = content[m.end():]

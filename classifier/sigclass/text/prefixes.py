@@ -37,6 +37,33 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
 )
 
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """The interleaved stream a line belongs to (lines of one stream are reassembled together).
+
+    ``kind`` is the prefix kind ("rank", "mpi", "tee", "ray"), a process name (`(EngineCore_DP0 pid=5)`), or
+    "w" for a JSON record's worker ("" for a JSON record without one). A prefix inside a JSON record's
+    message makes a ``sub`` stream of the record's: (its kind or process name, its id).
+    """
+
+    kind: str
+    id: str
+    sub: tuple[str, str] | None = None
+
+    @property
+    def in_record(self) -> bool:
+        """A JSON record's stream, whose worker the record's fields name (a prefix in its message included)."""
+        return self.kind == "w"
+
+    def prefix_kind(self) -> str | None:
+        """'rank' / 'mpi' / 'tee' / 'ray' for a stream named by a worker prefix; None otherwise."""
+        if self.kind in ("w", ""):
+            return None
+        if self.kind in RANK_KINDS:
+            return self.kind
+        return None if self.kind.startswith(NOT_A_WORKER) else "ray"
+
+
 # stream kinds that name a rank
 RANK_KINDS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in PREFIXES if p.names_rank))
 
