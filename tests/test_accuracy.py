@@ -22,7 +22,7 @@ def test_devset_regex_names_the_labelled_family(ledger):
 
 
 def test_corpus_regex_accuracy(ledger):
-    rows = score(Scanner(ledger, signatures="regex"), REPO / "corpus")
+    rows = score(Scanner(ledger, signatures="regex"), REPO / "corpus" / "written")
     assert len(rows) >= 5 * 23
     acc = accuracy(rows)
     assert acc >= 0.90, f"corpus accuracy {acc:.1%} < 90%\n{_report(rows)}"

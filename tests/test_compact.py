@@ -30,7 +30,7 @@ def corpus_blocks(ledger) -> list[str]:
 
     rec.wants_facts = True  # type: ignore[attr-defined]
     sc = Scanner(ledger, signatures="learned", learned=rec)
-    for path, _ in corpus_files([REPO / "corpus"]):
+    for path, _ in corpus_files([REPO / "corpus" / "written", REPO / "corpus" / "real"], split="all"):
         sc.scan(str(path))
     assert len(texts) > 100
     return texts

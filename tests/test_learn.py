@@ -345,22 +345,20 @@ def test_shipped_model_freshness_is_reported(ledger):
     stale = []
     if meta["ledger_hash"] != ledger_hash(ledger):
         stale.append("ledger")
-    if corpus is not None and meta["corpus_hash"] != corpus_hash(corpus_files([corpus])):
+    if corpus and meta["corpus_hash"] != corpus_hash(corpus_files(corpus)):
         stale.append("corpus")
     if stale:
         warnings.warn(f"the shipped model predates the current {' and '.join(stale)}; "
                       f"rebuild it with `{artefact.SHIPPED_REBUILD}`", UserWarning, stacklevel=1)
 
 
-CORPUS = REPO / "corpus"
-
-
 @pytest.fixture(scope="session")
 def corpus_model(ledger):
-    """The model trained on the shipped corpus, once per session (3 folds keep it quick)."""
-    if not CORPUS.is_dir():
+    """The model trained on the shipped corpus (its training part), once per session (3 folds keep it quick)."""
+    parts = shipped_corpus()
+    if not parts:
         pytest.skip("no corpus in this tree")
-    trained = train(corpus_files([CORPUS]), ledger, folds=3)
+    trained = train(corpus_files(parts), ledger, folds=3)
     return Predictor(trained.pipeline, trained.meta["threshold"], trained.meta), trained
 
 

@@ -16,7 +16,7 @@ from sigclass.authoring.suggest import induce, segments
 from conftest import REPO
 
 runner = CliRunner()
-CLEAN = REPO / "corpus" / "clean"
+CLEAN = REPO / "corpus" / "written" / "clean"
 
 
 def _new_error(i: int) -> str:

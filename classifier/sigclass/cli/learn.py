@@ -23,22 +23,29 @@ class EvalFmt(str, Enum):
     json = "json"
 
 
-def _files(corpus: list[Path] | None, no_shipped: bool):
-    from sigclass.learn.corpus import corpus_files, shipped_corpus
+def _dirs(corpus: list[Path] | None, no_shipped: bool) -> list[Path]:
+    from sigclass.learn.corpus import shipped_corpus
 
     dirs: list[Path] = []
     if not no_shipped:
         shipped = shipped_corpus()
-        if shipped is None:
+        if not shipped:
             if not corpus:
                 raise ModelError("no shipped corpus in this installation (it lives in the source tree); "
                                  "pass --corpus DIR --no-shipped-corpus")
         else:
-            dirs.append(shipped)
+            dirs.extend(shipped)
     dirs.extend(corpus or [])
     if not dirs:
         raise ModelError("no corpus folder: pass --corpus DIR")
-    return corpus_files(dirs)
+    return dirs
+
+
+def _files(corpus: list[Path] | None, no_shipped: bool):
+    """The training part of the corpus folders (a folder's held-out files never reach training)."""
+    from sigclass.learn.corpus import corpus_files
+
+    return corpus_files(_dirs(corpus, no_shipped))
 
 
 def _fail(exc: Exception) -> None:
@@ -103,27 +110,40 @@ def eval_(
     corpus: CorpusOpt = None,
     no_shipped_corpus: NoShippedOpt = False,
     folds: Annotated[int, typer.Option(help="Number of stratified folds (by file).", min=2)] = 5,
+    score_dirs: Annotated[Optional[list[Path]], typer.Option(
+        "--score", help="Also score this labelled folder with the model trained here (repeatable).")] = None,
     fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
     ledger: LedgerOpt = None,
 ) -> None:
-    """Stratified cross-validation over corpus files: per-family precision/recall, macro-F1, confusion matrix."""
+    """Cross-validation over the training part, then the held-out part scored by a model trained on the rest."""
     import time
 
-    from sigclass.learn.corpus import collect
-    from sigclass.learn.evaluate import cross_validate
+    from sigclass.learn.corpus import corpus_files
+    from sigclass.learn.predictor import Predictor
+    from sigclass.learn.scoring import KINDS, breakdown, score_modes
+    from sigclass.learn.train import train as train_model
 
     lg, _ = load_ledger_or_exit(ledger)
     t0 = time.perf_counter()
+    scored: dict[str, dict[str, dict]] = {}
     try:
-        cfs = collect(_files(corpus, no_shipped_corpus), lg)
-        res = cross_validate(cfs, folds=folds)
-    except (SigclassError, ValueError) as exc:
+        dirs = _dirs(corpus, no_shipped_corpus)
+        trained = train_model(corpus_files(dirs), lg, folds=folds)
+        predictor = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
+        targets = [(d, "heldout") for d in dirs if corpus_files([d], split="heldout")]
+        targets += [(Path(d), "all") for d in score_dirs or []]
+        for d, split in targets:
+            modes = score_modes(lg, d, predictor, split=split)
+            scored[f"{d} ({split})"] = {mode: breakdown(rows, d) for mode, rows in modes.items()}
+    except (SigclassError, ValueError, OSError) as exc:
         _fail(exc)
+    res = trained.cv
     s = res.scores
     if fmt == EvalFmt.json:
-        doc = {"folds": res.folds, "threshold": res.threshold, "macro_f1": s["macro_f1"],
-               "known_accuracy": s["known_accuracy"], "quiet_on_clean": s["quiet_on_clean"], "files": s["files"],
-               "per_label": s["per_label"], "confusion": s["confusion"], "threshold_curve": res.curve,
+        doc = {"folds": res.folds, "threshold": res.threshold, "threshold_both": res.threshold_both,
+               "macro_f1": s["macro_f1"], "known_accuracy": s["known_accuracy"],
+               "quiet_on_clean": s["quiet_on_clean"], "files": s["files"], "per_label": s["per_label"],
+               "confusion": s["confusion"], "threshold_curve": res.curve, "scored": scored,
                "seconds": round(time.perf_counter() - t0, 2)}
         typer.echo(json.dumps(doc, indent=2, sort_keys=True))
         return
@@ -131,9 +151,18 @@ def eval_(
         _rich_eval(res)
     else:
         _plain_eval(res)
-    typer.echo(f"{s['files']} files, {res.folds} folds, abstain threshold {res.threshold:.2f} (chosen by CV); "
-               f"macro-F1 {s['macro_f1']:.3f}; known-family accuracy {s['known_accuracy']:.3f}; "
-               f"quiet on clean/unknown {s['quiet_on_clean']:.3f}; {time.perf_counter() - t0:.1f}s")
+    typer.echo(f"training part: {s['files']} files, {res.folds} folds, abstain threshold {res.threshold:.2f} "
+               f"(chosen by CV); macro-F1 {s['macro_f1']:.3f}; known-family accuracy {s['known_accuracy']:.3f}; "
+               f"quiet on clean/unknown {s['quiet_on_clean']:.3f}")
+    for name, modes in scored.items():
+        kinds = [k for k in KINDS if any(k in cells for cells in modes.values())]
+        typer.echo(f"{name}: right / files per signature mode")
+        typer.echo(f"  {'mode':8}" + "".join(f" {k:>16}" for k in kinds))
+        for mode, cells in modes.items():
+            typer.echo(f"  {mode:8}" + "".join(
+                f" {cells[k]['right']:>4}/{cells[k]['files']:<4} {cells[k]['accuracy']:6.1%}" if k in cells
+                else f" {'-':>16}" for k in kinds))
+    typer.echo(f"{time.perf_counter() - t0:.1f}s")
 
 
 def _plain_eval(res) -> None:
@@ -191,8 +220,8 @@ def suggest(
 
     lg, _ = load_ledger_or_exit(ledger)
     clean_dirs: list[Path] = []
-    if not no_shipped_corpus and shipped_corpus() is not None:
-        clean_dirs.append(shipped_corpus() / "clean")  # type: ignore[operator]
+    if not no_shipped_corpus:
+        clean_dirs.extend(part / "clean" for part in shipped_corpus() or [])
     clean_dirs.extend(Path(c) / "clean" for c in corpus or [])
     try:
         groups = sg.group_unknowns(paths, lg)

@@ -31,13 +31,50 @@ class CorpusFile:
     regex: list[str | None] = field(default_factory=list)  # the family the regex ledger gives each block
 
 
-def corpus_files(dirs: Iterable[str | Path]) -> list[tuple[Path, str]]:
-    """Labelled files of corpus folders laid out as <dir>/<label>/<name>.log."""
+SPLITS = ("train", "heldout", "all")
+
+
+def index_entries(root: str | Path) -> list[dict] | None:
+    """The records of ``<root>/index.jsonl`` (one object per file: file, family, optional split ...), or None."""
+    import json
+
+    index = Path(root) / "index.jsonl"
+    if not index.is_file():
+        return None
+    out: list[dict] = []
+    for n, line in enumerate(index.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            rec["file"], rec["family"]
+        except (ValueError, KeyError, TypeError):
+            raise ModelError(f"{index}:{n}: not an index record (a JSON object with 'file' and 'family')") from None
+        out.append(rec)
+    return out
+
+
+def corpus_files(dirs: Iterable[str | Path], *, split: str = "train") -> list[tuple[Path, str]]:
+    """Labelled files of corpus folders: those an ``index.jsonl`` lists, else ``<dir>/<label>/<name>.log``.
+
+    ``split`` picks the files whose index record has that split (``train`` also takes records without one;
+    ``all`` takes every file): the held-out part of a corpus never reaches training.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
     out: list[tuple[Path, str]] = []
     for d in dirs:
         d = Path(d)
         if not d.is_dir():
             raise ModelError(f"{d}: corpus folder does not exist; name a folder laid out as <label>/<name>.log")
+        entries = index_entries(d)
+        if entries is not None:
+            for rec in entries:
+                if split == "all" or rec.get("split", "train") == split:
+                    out.append((d / rec["file"], rec["family"]))
+            continue
+        if split == "heldout":
+            continue
         for sub in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
             for f in sorted(sub.iterdir()):
                 if f.is_file() and f.name.endswith(_LOG_SUFFIXES):
@@ -154,10 +191,11 @@ def design(cfs: Sequence[CorpusFile]) -> tuple[list[str], np.ndarray, np.ndarray
     return X, np.array(y, dtype=object), np.array(w), np.array(g)
 
 
-def shipped_corpus() -> Path | None:
-    """The corpus/ folder of a source checkout (an installed wheel ships none)."""
+def shipped_corpus() -> list[Path] | None:
+    """The corpus parts of a source checkout (``corpus/written``, ``corpus/real``); an installed wheel ships none."""
     import sigclass
 
     root = Path(sigclass.__file__).resolve().parents[2]  # classifier/sigclass/__init__.py
-    d = root / "corpus"
-    return d if d.is_dir() and (root / "pyproject.toml").exists() else None
+    parts = [root / "corpus" / name for name in ("written", "real")]
+    parts = [d for d in parts if d.is_dir()]
+    return parts if parts and (root / "pyproject.toml").exists() else None
