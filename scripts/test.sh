@@ -21,7 +21,7 @@ conda = os.environ.get("CONDA_PREFIX")
 in_conda = bool(conda) and os.path.realpath(conda) == os.path.realpath(sys.prefix)
 print(int(sys.prefix != sys.base_prefix or in_conda))')
 if [ "$in_env" = 1 ]; then
-  say "using the active environment $("$py" -c 'import sys; print(sys.prefix)')"
+  say "using the environment $("$py" -c 'import sys; print(sys.prefix)') ($("$py" -V 2>&1))"
 else
   if ! .venv/bin/python -c '' >/dev/null 2>&1; then
     say "making the virtualenv .venv/ with $(command -v "$py") ($("$py" -V 2>&1))"
