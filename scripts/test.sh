@@ -10,7 +10,7 @@ say() { echo "scripts/test.sh: $*" >&2; }
 
 py=${PYTHON:-python3}
 if ! command -v "$py" >/dev/null 2>&1; then
-  say "no '$py' on PATH; install Python 3.11 or newer, or set PYTHON=/path/to/python3.11"
+  say "'$py' not found; install Python 3.11 or newer, or set PYTHON=/path/to/python3.11"
   exit 2
 fi
 
@@ -62,7 +62,7 @@ have_chromium || say "no Chromium found: the report's browser tests will be skip
 status=0
 "$py" -m pytest -q "$@" || status=$?
 if [ "$status" = 5 ]; then
-  say "pytest collected no tests (exit status 5); that is a failure here"
+  say "pytest ran no test (exit status 5); that counts as a failure"
   exit 1
 fi
 exit "$status"
