@@ -13,6 +13,11 @@ if ! command -v "$py" >/dev/null 2>&1; then
   say "'$py' not found; install Python 3.11 or newer, or set PYTHON=/path/to/python3.11"
   exit 2
 fi
+new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; }
+if ! new_enough "$py"; then
+  say "$(command -v "$py") is $("$py" -V 2>&1); sigclass needs Python 3.11 or newer: set PYTHON=/path/to/python3.11"
+  exit 2
+fi
 
 # In an environment already? A virtualenv (sys.prefix differs from the base) or the conda env that is active.
 in_env=$("$py" -c '
@@ -35,8 +40,8 @@ else
   py=.venv/bin/python
 fi
 
-if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  say "$("$py" -V 2>&1) is too old: sigclass needs Python 3.11 or newer (remove .venv/ and set PYTHON=/path/to/python3.11)"
+if ! new_enough "$py"; then
+  say "the Python of .venv/ is $("$py" -V 2>&1); sigclass needs 3.11 or newer: remove .venv/ and run again (PYTHON=/path/to/python3.11 picks the interpreter)"
   exit 2
 fi
 if ! "$py" -m pip --version >/dev/null 2>&1; then
