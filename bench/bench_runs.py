@@ -304,7 +304,7 @@ def main() -> int:
             return 2
         (base / "patterns.txt").write_text(pats.stdout, encoding="utf-8")
         rg = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
-        rg_walls, one_walls = [], []
+        rg_walls, one_walls, one_cpus = [], [], []
         for k in range(max(3, args.repeat)):
             wall, _, _, _, _, rc = timed([rg, "-z", "-c", "-f", str(base / "patterns.txt"), str(base / "runs")],
                                          base / "rg.out")
@@ -312,13 +312,15 @@ def main() -> int:
                 print(f"rg failed with exit status {rc}", file=sys.stderr)
                 return 2
             rg_walls.append(wall)
-            wall, *_ = timed([*sigclass_cmd(), "runs", "--format", "jsonl", "-j", "1", dirs[0]], base / "one.out")
+            wall, cpu, *_ = timed([*sigclass_cmd(), "runs", "--format", "jsonl", "-j", "1", dirs[0]], base / "one.out")
             one_walls.append(wall)
+            one_cpus.append(cpu)
         rg_s, one_s = statistics.median(rg_walls), statistics.median(one_walls)
         figures["rg"] = {"seconds": round(rg_s, 2), "files_per_s": round(nfiles / rg_s, 1),
                          "cmd": "rg -z -c -f PATTERNS RUNS_DIR"}
         figures["one_run_s"] = round(one_s, 3)
         figures["per_file_us_j1"] = round(1e6 * (figures["j1"]["seconds"] - one_s) / max(1, nfiles), 1)
+        figures["per_file_cpu_us_j1"] = round(1e6 * (figures["j1"]["cpu_s"] - statistics.median(one_cpus)) / max(1, nfiles), 1)
         figures["per_file_us_rg"] = round(1e6 * rg_s / max(1, nfiles), 1)
         figures["ratio_j2_over_rg"] = round(figures["j2"]["files_per_s"] / figures["rg"]["files_per_s"], 3)
         figures["identical_j1_j2"] = outs[1].read_bytes() == outs[2].read_bytes()
@@ -339,7 +341,8 @@ def main() -> int:
                   f"rg -z -c -f PATTERNS over the same tree {figures['rg']['files_per_s']:,.0f} "
                   f"({figures['rg']['seconds']:.2f} s; sigclass -j2 / rg = {figures['ratio_j2_over_rg']:.3f})")
             print(f"  per file: sigclass -j1 {figures['per_file_us_j1']:,.0f} us (wall less the "
-                  f"{figures['one_run_s']:.2f} s of a one-run call), rg {figures['per_file_us_rg']:,.0f} us")
+                  f"{figures['one_run_s']:.2f} s of a one-run call), {figures['per_file_cpu_us_j1']:,.0f} us of CPU; "
+                  f"rg {figures['per_file_us_rg']:,.0f} us")
             print(f"  ratio -j2/-j1: {figures['ratio_j2_over_j1']:.2f}   (1-min load average before timing: "
                   f"{figures['load_before']:.1f}; other processes on the machine lower the ratio)")
             print(f"  CPU ratio (-j1 CPU x 2 / -j2 CPU, the ratio on an otherwise idle 2-core machine "

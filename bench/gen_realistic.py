@@ -47,7 +47,6 @@ Deterministic: the same case, size and seed give the same bytes.
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import random
 import sys
@@ -99,13 +98,7 @@ class RealNoise(gen_log.Noise):
         if case == "worst":  # a quarter of the draws (1 line in 5 overall) match a ledger fact, marker or counted pattern
             base = sum(w for _, w in kinds)
             kinds.append((self.ledger_hit, base / 3))
-        self.funcs = [f for f, _ in kinds]
-        acc = 0.0
-        self.cum = []
-        for _, w in kinds:
-            acc += w
-            self.cum.append(acc)
-        self.total = acc
+        self.set_kinds(kinds)
 
     # ---------------------------------------------------------------- driver
     def line(self) -> str:
@@ -118,8 +111,7 @@ class RealNoise(gen_log.Noise):
                 return self.engine_stats(e)
         if self.c.t >= self.next_shard:
             return self.shard_marker()
-        k = bisect.bisect_right(self.cum, self.r.random() * self.total)
-        return self.funcs[min(k, len(self.funcs) - 1)]()
+        return self.draw()
 
     def queue(self, lines: list[str]) -> str:
         self.pending.extend(lines[1:])
@@ -184,9 +176,7 @@ class RealNoise(gen_log.Noise):
 
     # ---------------------------------------------------------------- trainer
     def hf_dict(self) -> str:
-        r = self.r
-        return (f"[rank{r.randrange(8)}]:{{'loss': {r.uniform(0.8, 2.6):.4f}, 'grad_norm': {r.uniform(0.1, 3):.4f}, "
-                f"'learning_rate': {r.uniform(1, 3) * 1e-5:.4e}, 'epoch': {r.uniform(0, 3):.2f}}}")
+        return f"[rank{self.r.randrange(8)}]:" + self.hf_metrics()
 
     def megatron(self) -> str:
         r, c = self.r, self.c
@@ -477,10 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"{path}: cannot write the log ({e.strerror}); choose another --out", file=sys.stderr)
         return 2
-    fams = sorted({e["family"] for e in m["injected"]})
-    print(f"{path}: {m['bytes'] / MB:.1f} MB, {m['lines']:,} lines, {len(m['injected'])} injected failures "
-          f"({len(fams)} families) in {m['generate_seconds']:.1f}s; manifest {gen_log.manifest_for(path)}",
-          file=sys.stderr)
+    print(gen_log.describe(path, m, gen_log.manifest_for(path)), file=sys.stderr)
     return 0
 
 
