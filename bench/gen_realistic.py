@@ -58,7 +58,7 @@ sys.path.insert(0, str(HERE))
 
 import gen_log  # noqa: E402
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 MB = gen_log.MB
 CHUNK = gen_log.CHUNK
 SITE = gen_log.SITE
