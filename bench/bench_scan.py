@@ -377,9 +377,10 @@ def _summ(size: int, rs: list[dict], stable: bool, cmd: list[str]) -> dict:
     med = statistics.median(walls)
     rss = [r["rss_kib"] for r in rs if r["rss_kib"]]
     cpus = [r["cpu"] for r in rs if r["cpu"] is not None]
+    cpu_med = statistics.median(cpus) if cpus else None
     return {"median_s": round(med, 3), "mb_s": round(size / MB / med, 1), "best_s": round(min(walls), 3),
-            "median_cpu_s": round(statistics.median(cpus), 3) if cpus else None,
-            "cpu_mb_s": round(size / MB / statistics.median(cpus), 1) if cpus else None,
+            "median_cpu_s": round(cpu_med, 3) if cpu_med is not None else None,
+            "cpu_mb_s": round(size / MB / cpu_med, 1) if cpu_med else None,  # /usr/bin/time rounds to 0.01 s
             "walls": [round(w, 3) for w in walls], "peak_rss_mb": round(max(rss) / 1024, 1) if rss else None,
             "output_stable": stable, "cmd": " ".join(cmd)}
 
@@ -542,7 +543,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{a.log}: the log or its manifest ({man.name}) is missing; cannot grade detection",
                       file=sys.stderr)
                 return 2
-            todo = [("given", a.log, json.loads(man.read_text(encoding="utf-8")))]
+            try:
+                given = json.loads(man.read_text(encoding="utf-8"))
+                if not isinstance(given.get("injected"), list) or "lines" not in given:
+                    raise ValueError("no `injected` list or `lines` count")
+            except ValueError as e:  # json.JSONDecodeError is a ValueError
+                print(f"{man}: not a manifest written by gen_log.py or gen_realistic.py ({e}); "
+                      "generate the log with one of them", file=sys.stderr)
+                return 2
+            todo = [("given", a.log, given)]
         else:
             todo = [(c, *case_log(c, a.size_mb if c == "realistic" else a.other_mb, a.seed, a.every_mb)) for c in cases]
         for case, log, manifest in todo:
