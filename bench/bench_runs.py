@@ -13,8 +13,11 @@ Then it times whole processes, page cache warm:
 
     sigclass runs --format jsonl -j 1 RUN...
     sigclass runs --format jsonl -j 2 RUN...
+    rg -z -c -f PATTERNS RUNS_DIR              (PATTERNS: `sigclass ledger patterns`)
+    sigclass runs --format jsonl -j 1 RUN      (one run: the fixed cost)
 
-and prints runs/s for each, the ratio (-j2 over -j1), the peak RSS (the
+and prints files/s for each, the per-file cost in microseconds ((-j1 wall less
+the one-run wall) / files, beside rg's wall / files), runs/s, the ratio (-j2 over -j1), the peak RSS (the
 sigclass process alone and its whole process tree, sampled with psutil),
 and whether both outputs are identical and match the generated answer
 (every unit's status and family, every victim's root).
@@ -292,6 +295,34 @@ def main() -> int:
                                 "others_share": round(max(others), 2),
                                 "peak_rss_mb": round(max(mains), 1), "peak_tree_rss_mb": round(max(trees), 1)}
         figures["ratio_j2_over_j1"] = round(figures["j2"]["runs_per_s"] / figures["j1"]["runs_per_s"], 2)
+        for j in (1, 2):
+            figures[f"j{j}"]["files_per_s"] = round(nfiles / figures[f"j{j}"]["seconds"], 1)
+        # the same tree through ripgrep with the pack's patterns, and sigclass's fixed cost on one run
+        pats = subprocess.run([*sigclass_cmd(), "ledger", "patterns"], capture_output=True, text=True)
+        if pats.returncode != 0:
+            print(f"`sigclass ledger patterns` failed: {pats.stderr.strip()}", file=sys.stderr)
+            return 2
+        (base / "patterns.txt").write_text(pats.stdout, encoding="utf-8")
+        rg = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
+        rg_walls, one_walls, one_cpus = [], [], []
+        for k in range(max(3, args.repeat)):
+            wall, _, _, _, _, rc = timed([rg, "-z", "-c", "-f", str(base / "patterns.txt"), str(base / "runs")],
+                                         base / "rg.out")
+            if rc not in (0, 1):
+                print(f"rg failed with exit status {rc}", file=sys.stderr)
+                return 2
+            rg_walls.append(wall)
+            wall, cpu, *_ = timed([*sigclass_cmd(), "runs", "--format", "jsonl", "-j", "1", dirs[0]], base / "one.out")
+            one_walls.append(wall)
+            one_cpus.append(cpu)
+        rg_s, one_s = statistics.median(rg_walls), statistics.median(one_walls)
+        figures["rg"] = {"seconds": round(rg_s, 2), "files_per_s": round(nfiles / rg_s, 1),
+                         "cmd": "rg -z -c -f PATTERNS RUNS_DIR"}
+        figures["one_run_s"] = round(one_s, 3)
+        figures["per_file_us_j1"] = round(1e6 * (figures["j1"]["seconds"] - one_s) / max(1, nfiles), 1)
+        figures["per_file_cpu_us_j1"] = round(1e6 * (figures["j1"]["cpu_s"] - statistics.median(one_cpus)) / max(1, nfiles), 1)
+        figures["per_file_us_rg"] = round(1e6 * rg_s / max(1, nfiles), 1)
+        figures["ratio_j2_over_rg"] = round(figures["j2"]["files_per_s"] / figures["rg"]["files_per_s"], 3)
         figures["identical_j1_j2"] = outs[1].read_bytes() == outs[2].read_bytes()
         ok, bad = check(answers, outs[2])
         figures["runs_matching_the_generated_answer"] = f"{ok}/{len(answers)}"
@@ -306,6 +337,12 @@ def main() -> int:
                       f"({f['cores_busy']:.2f} cores busy)  peak RSS {f['peak_rss_mb']:.0f} MB "
                       f"(process tree {f['peak_tree_rss_mb']:.0f} MB)  other processes used {f['others_share']:.0%} "
                       f"of the machine")
+            print(f"  files/s: -j1 {figures['j1']['files_per_s']:,.0f}, -j2 {figures['j2']['files_per_s']:,.0f}, "
+                  f"rg -z -c -f PATTERNS over the same tree {figures['rg']['files_per_s']:,.0f} "
+                  f"({figures['rg']['seconds']:.2f} s; sigclass -j2 / rg = {figures['ratio_j2_over_rg']:.3f})")
+            print(f"  per file: sigclass -j1 {figures['per_file_us_j1']:,.0f} us (wall less the "
+                  f"{figures['one_run_s']:.2f} s of a one-run call), {figures['per_file_cpu_us_j1']:,.0f} us of CPU; "
+                  f"rg {figures['per_file_us_rg']:,.0f} us")
             print(f"  ratio -j2/-j1: {figures['ratio_j2_over_j1']:.2f}   (1-min load average before timing: "
                   f"{figures['load_before']:.1f}; other processes on the machine lower the ratio)")
             print(f"  CPU ratio (-j1 CPU x 2 / -j2 CPU, the ratio on an otherwise idle 2-core machine "

@@ -93,13 +93,22 @@ class Noise:
             (self.nccl_info, 9), (self.tqdm_bar, 4), (self.hf_metrics, 5), (self.tempting, 6),
             (self.glog_warn, 2), (self.user_warning, 1),
         ]
+        self.set_kinds(kinds)
+
+    def set_kinds(self, kinds: list) -> None:
+        """The line kinds to draw from, as (method, weight) pairs."""
         self.funcs = [f for f, _ in kinds]
-        acc = 0
+        acc = 0.0
         self.cum = []
         for _, w in kinds:
             acc += w
             self.cum.append(acc)
         self.total = acc
+
+    def draw(self) -> str:
+        """One line of a kind drawn by weight."""
+        k = bisect.bisect_right(self.cum, self.r.random() * self.total)
+        return self.funcs[min(k, len(self.funcs) - 1)]()
 
     def line(self) -> str:
         self.c.tick(self.r.expovariate(LINES_PER_SECOND))
@@ -108,8 +117,7 @@ class Noise:
             return self.stats()
         if self.c.t >= self.next_shard:  # one shard of work ends and the next starts every ~minute
             return self.shard_marker()
-        k = bisect.bisect_right(self.cum, self.r.random() * self.total)
-        return self.funcs[min(k, len(self.funcs) - 1)]()
+        return self.draw()
 
     # ---------------------------------------------------------------- kinds
     def stats(self) -> str:
@@ -865,11 +873,15 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     path = a.out or default_path(a.size_mb, a.seed, a.every_mb)
     m = generate(path, a.size_mb, a.seed, a.every_mb, a.manifest)
-    fams = sorted({e["family"] for e in m["injected"]})
-    print(f"{path}: {m['bytes'] / MB:.1f} MB, {m['lines']:,} lines, {len(m['injected'])} injected failures "
-          f"({len(fams)} families) in {m['generate_seconds']:.1f}s; manifest {manifest_for(path) if not a.manifest else a.manifest}",
-          file=sys.stderr)
+    print(describe(path, m, a.manifest or manifest_for(path)), file=sys.stderr)
     return 0
+
+
+def describe(path: Path, m: dict, manifest_path: Path) -> str:
+    """One line about a generated log: size, lines, injected failures and families, time, manifest."""
+    fams = sorted({e["family"] for e in m["injected"]})
+    return (f"{path}: {m['bytes'] / MB:.1f} MB, {m['lines']:,} lines, {len(m['injected'])} injected failures "
+            f"({len(fams)} families) in {m['generate_seconds']:.1f}s; manifest {manifest_path}")
 
 
 if __name__ == "__main__":
