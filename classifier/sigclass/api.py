@@ -29,9 +29,7 @@ from sigclass.vocab import SignatureMode
 
 LedgerArg = Union[None, str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
-
 SIGNATURE_MODES = tuple(SignatureMode)
-
 
 _MAX_PATH_CHARS = 4096
 
@@ -47,14 +45,11 @@ class _Engine:
 
 _cache_lock = threading.Lock()
 
-
 # One scan at a time per process: a scanner keeps per-scan state and its Hyperscan scratch space must not
 # be shared between threads (run analysis uses the cached scanners of sigclass.runs the same way).
 _scan_lock = threading.RLock()
 
-
 _ledgers: dict[tuple[str, ...], Any] = {}
-
 
 _engines: dict[tuple[tuple[str, ...], str], _Engine] = {}
 

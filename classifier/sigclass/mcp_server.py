@@ -31,7 +31,6 @@ from sigclass.mcp_tools import Config, one_line, Tools
 
 log = logging.getLogger("sigclass.mcp")
 
-
 INSTRUCTIONS = (
     "sigclass classifies failures in ML/GPU run logs against a ledger of known gotchas. "
     "Call classify_log with a log's text or path to learn what failed and what to do (mitigation, probes); "

@@ -22,9 +22,7 @@ from sigclass.outputs import schemas
 
 DEFAULT_MAX_BYTES = 64 << 20  # a log file, and each log file of a run directory
 
-
 DEFAULT_MAX_TEXT_BYTES = 16 << 20  # log text sent inline
-
 
 MAX_RUN_ENTRIES = 200_000  # directory entries walked in one run directory
 

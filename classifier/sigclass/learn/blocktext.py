@@ -13,7 +13,6 @@ from sigclass.text.lines import mask
 
 ABSTAIN = ("clean", "unknown")
 
-
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+, in (?P<fn>\S+)')
 _SITE = re.compile(r"(?:site|dist)-packages/")
 _CARET = re.compile(r"^[\s^~]*$")

@@ -19,7 +19,6 @@ from sigclass.text.lines import split_line
 
 LATER_WEIGHT = 0.5  # weight of a later block that the regex ledger attributes to a family
 
-
 _LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl", ".log.gz", ".log.zst")
 
 

@@ -25,7 +25,6 @@ from sigclass.learn.blocktext import normalise_block
 
 SEED = 0
 
-
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 3.0, "loss": "hinge", "calibration": "sigmoid",
     "word_min_df": 1, "word_features": 20000, "char_min_df": 2, "char_features": 30000, "char_max_n": 5,

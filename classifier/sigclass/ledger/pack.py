@@ -15,7 +15,7 @@ import warnings
 
 from sigclass.errors import Problem, SignatureError
 from sigclass.ledger.parse import parse_signature
-from sigclass.ledger.patterns import _validated, Pattern
+from sigclass.ledger.patterns import validated_cache, Pattern
 from sigclass.ledger.signature import replace_fields, Signature
 
 
@@ -109,5 +109,5 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
                 idx += 1
             fields[kind] = tuple(pats)
         renumbered.append(replace_fields(sig, **fields))
-    _validated().save()
+    validated_cache().save()
     return Ledger(renumbered, problems)

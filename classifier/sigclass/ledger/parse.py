@@ -8,7 +8,7 @@ from typing import Any
 import regex
 
 from sigclass.errors import Problem, SignatureError
-from sigclass.ledger.patterns import _OK, Collector, compile_pattern, Pattern
+from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_pattern, Pattern
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
 from sigclass.ledger.yaml_strict import load_yaml
 from sigclass.vocab import Role, Status
@@ -113,7 +113,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         for i, src in enumerate(str_list(items, at("match", kind), errs, f"match.{kind}")):
             rx = compile_pattern(src, at("match", kind, i), errs)
             if rx is not None:
-                pats[kind].append(Pattern(idx, sid, kind, src, None if rx is _OK else rx, at("match", kind, i),
+                pats[kind].append(Pattern(idx, sid, kind, src, None if rx is KNOWN_VALID else rx, at("match", kind, i),
                                           min_count=counts.get(i, 1)))
                 idx += 1
     if not pats["any"] and not pats["multiline"]:
@@ -127,7 +127,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         rx = compile_pattern(fact["pattern"], at("facts", i, "pattern"), errs, fact=fact["name"])
         if rx is None:
             continue
-        facts.append(Pattern(idx, sid, "fact", fact["pattern"], None if rx is _OK else rx, at("facts", i),
+        facts.append(Pattern(idx, sid, "fact", fact["pattern"], None if rx is KNOWN_VALID else rx, at("facts", i),
                              fact=fact["name"]))
         idx += 1
 

@@ -83,7 +83,7 @@ class _Validated:
 _VALIDATED: _Validated | None = None
 
 
-def _validated() -> _Validated:
+def validated_cache() -> _Validated:
     global _VALIDATED
     if _VALIDATED is None:
         _VALIDATED = _Validated()
@@ -100,16 +100,16 @@ class Collector:
         self.errors.append(Problem(where, what))
 
 
-_OK = object()  # a pattern validated on an earlier load: compiled on first use
+KNOWN_VALID = object()  # a pattern validated on an earlier load: compiled on first use
 
 
 def compile_pattern(src: str, where: str, errs: Collector, *, fact: str | None = None) -> Any:
     """Validate a pattern: it compiles, does not match the empty string, and a fact pattern has its named
-    group. Returns the compiled regex, _OK for a pattern known valid from an earlier load, or None."""
-    cache = _validated()
+    group. Returns the compiled regex, KNOWN_VALID for a pattern known valid from an earlier load, or None."""
+    cache = validated_cache()
     key = cache.key(src)
     if key in cache.known:
-        return _OK
+        return KNOWN_VALID
     try:
         rx = regex.compile(src, regex.V0)
     except regex.error as exc:

@@ -11,7 +11,6 @@ from sigclass.vocab import Role, Status
 
 ROLES = tuple(Role)
 
-
 STATUSES = (Status.ACTIVE, Status.RED_HERRING, Status.RETIRED)
 
 

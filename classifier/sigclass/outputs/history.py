@@ -57,7 +57,6 @@ UNIT_IDENTITY = ("run", "worker", "unit")
 FILE_GLOB = "*.parquet"
 PERIODS = {"day": "1d", "week": "1w"}  # weeks start on Monday
 
-
 # --------------------------------------------------------------------------- writing
 @dataclass(frozen=True)
 class Appended:
@@ -129,7 +128,7 @@ def append_units(path: Path | str, units: pl.DataFrame, *, now: datetime | None 
 
 def append_runs(path: Path | str, runs: Iterable[object], *, now: datetime | None = None,
                 batch: str | None = None) -> Appended:
-    """Append the units table of these runs (`sigclass.runs.Run`) to the history at `path`."""
+    """Append the units table of these runs (`sigclass.records.Run`) to the history at `path`."""
     return append_units(path, units_table(runs), now=now, batch=batch)
 
 

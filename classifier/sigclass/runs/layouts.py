@@ -19,10 +19,8 @@ from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES
 # Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
 WORKER_NAME = re.compile(r"(?i)^(?:worker|gpu|rank|node|host)(?:[_-]?\d+|[_-][a-z0-9]+)$")
 
-
 # Shard files: shard_17, shard-17, shard17, part-00017.
 SHARD_NAME = re.compile(r"(?i)^(?:shard|part)[_-]?(\d+)$")
-
 
 SLURM_NAME = re.compile(r"^slurm-(\d+)_(\d+)$")
 

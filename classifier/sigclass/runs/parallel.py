@@ -26,7 +26,6 @@ def _scan_chunk(cfg: ScanConfig, layout: Layout, items: list[tuple[int, str, str
 
 SMALL_BATCH_SOURCES = 64  # with the default -j, a batch this small (and SMALL_BATCH_BYTES) is scanned in-process:
 
-
 SMALL_BATCH_BYTES = 16 << 20  # starting worker processes would cost more than it saves
 
 
@@ -108,7 +107,6 @@ def analyse_plans(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), l
 
 
 RUN_TASKS_MIN_RUNS_PER_WORKER = 4  # from this many runs per worker on, a task is a group of whole runs
-
 
 RUN_TASK_SOURCES = 256  # sources per run-group task (a bigger run makes a task of its own)
 

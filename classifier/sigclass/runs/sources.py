@@ -22,12 +22,9 @@ from sigclass.vocab import SignatureMode
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
 _ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
 
-
 _ROOT_CAUSE_RANK = re.compile(rb"\n\s*rank\s*:\s*(\d+)")
 
-
 ROOT_CAUSE_WINDOW = (40, 15)  # launcher findings this many lines before / after the summary belong to its rank
-
 
 MAX_EVIDENCE = 3
 

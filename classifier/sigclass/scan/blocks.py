@@ -83,7 +83,6 @@ def newlines(buf: bytes, a: int, b: int) -> int:
 
 _YEAR = re.compile(r"(?<!\d)(20\d\d)-\d\d-\d\d")
 
-
 _TS_LEAD = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\]?\s*")
 
 

@@ -7,25 +7,18 @@ import re
 
 GAP_LINES = 40  # a traceback with no line of its own for this many lines is closed
 
-
 GAP_AFTER_EXC = 3  # ... and once its exception line was seen, after this many
-
 
 MAX_BLOCK_LINES = 400
 
-
 LIVE_QUIET = 0.3  # seconds: on a live pipe, a finished failure's stream this quiet means it has ended
 
-
 MAX_MSG_LINES = 12  # continuation lines after an exception line
-
 
 # Generic triggers: ids above the ledger's pattern ids.
 G_BASE = 1 << 20
 
-
 G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV = range(G_BASE, G_BASE + 7)
-
 
 GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
@@ -42,16 +35,13 @@ GENERIC = {
 
 BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
 
-
 EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error)(?:\[[^\]]*\])?(?::|$)")
-
 
 CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception"
                     r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn
 
 
 CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
-
 
 MARKER = re.compile(
     r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?:status=)?(?P<verb>[A-Za-z]+)"
@@ -61,15 +51,11 @@ MARKER = re.compile(
 # the verb first: `Starting shard_3 (1024 prompts)`
 MARKER_PRE = re.compile(r"(?P<verb>[A-Za-z][a-z]+)\s+\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
 
-
 START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
-
 
 OK_VERBS = {"done", "finished", "completed", "complete", "succeeded", "success", "ok"}
 
-
 FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
-
 
 # a line that starts a new log record even without a header we know
 NEW_RECORD = re.compile(

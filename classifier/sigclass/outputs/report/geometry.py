@@ -14,48 +14,33 @@ from sigclass.vocab import UnitRole, UnitStatus
 
 LABEL_W = 132  # lane label column (HTML, sticky)
 
-
 LANE_H = 30
-
 
 BAR_H = 16
 
-
 BAR_Y = 9  # bar top inside a lane
-
 
 BAND_H = 3
 
-
 AXIS_H = 30
-
 
 MIN_BAR = 6  # px: a bar never gets thinner than this
 
-
 GAP = 1  # px between packed bars
-
 
 BASE_W = 1100  # px the time span is scaled to before packing (at least)
 
-
 MAX_W = 8000  # px: a dense run scrolls sideways, up to this width
-
 
 PER_UNIT_W = 40  # px per unit of the busiest lane that the time span is given, within BASE_W..MAX_W
 
-
 LABEL_MIN_W = 14  # px: unit labels only on bars at least this wide (and wide enough for the text)
-
 
 TICK_MIN_PX = 90
 
-
 MAX_LINKS = 4000  # beyond this, cascades are drawn as bands only (the page stays light)
 
-
 STATUS_CLASSES = tuple(UnitStatus)
-
 
 # cascade colours: distinct from the status colours (green / red / amber)
 PALETTE = ("#6f42c1", "#1f77b4", "#d63384", "#0f8b8d", "#8c564b", "#3d5afe", "#b8860b", "#7b1fa2",

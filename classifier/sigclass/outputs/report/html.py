@@ -243,7 +243,7 @@ def write_report(runs: Sequence[Mapping[str, Any]], out: Path, **kw: Any) -> Pat
 
 
 def run_dict(run: Any) -> dict[str, Any]:
-    """A `sigclass.runs.Run` as the report reads it: `to_dict()` plus each unit's start time and the notes."""
+    """A `sigclass.records.Run` as the report reads it: `to_dict()` plus each unit's start time and the notes."""
     d = run.to_dict()
     for ud, u in zip(d["units"], run.units):
         ud.setdefault("start", getattr(u, "start", None))
