@@ -24,7 +24,8 @@ GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
     # an exception name where a message can start: line start, or after a prefix/header (`]`, `:`, `)`, `>`,
     # a log level), not quoted mid-sentence as in `retrying (ConnectionResetError: ...)`
-    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?: ",
+    # (`Name: message`, or a bare `Name` / `Name:` ending the line: `AssertionError`, a ChildFailedError summary)
+    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?(?:: |: *$|$)",
     G_CPP: r"terminate called after throwing an instance of",
     G_FATAL: r"Fatal Python error: ",
     G_ABORT: r"Aborted +\(core dumped\)",
