@@ -27,7 +27,9 @@ GENERIC = {
     # (`Name: message`, or a bare `Name` / `Name:` ending the line: `AssertionError`, a ChildFailedError summary)
     G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?(?:: |: *$|$)",
     G_CPP: r"terminate called after throwing an instance of",
-    G_FATAL: r"Fatal Python error: ",
+    # a fatal one-line error: CPython's, or argparse's usage error (`prog: error: unrecognized arguments: ...`, exit 2)
+    G_FATAL: r"Fatal Python error: |[A-Za-z0-9_.-]+: error: (?:unrecognized arguments: |the following arguments are required: "
+             r"|argument [A-Za-z0-9_/-]+: |ambiguous option: )",
     G_ABORT: r"Aborted +\(core dumped\)",
     G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
     G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
