@@ -9,6 +9,7 @@ import regex
 
 from sigclass.errors import Problem, SignatureError
 from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_pattern, Pattern
+from sigclass.ledger.probes import parse_probes
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
 from sigclass.ledger.yaml_strict import load_yaml
 from sigclass.vocab import Role, Status
@@ -170,6 +171,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
                 errs.add(at(key, i), f"{key} entries need an id (and a note)")
         return tuple(out)
 
+    probe_decls = parse_probes(data.get("probes"), at, errs.add)
     sig = Signature(
         id=sid,
         title=title.strip(),
@@ -184,7 +186,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         require=tuple(require),
         prefer=tuple(prefer),
         mitigation=mitigation.strip(),
-        probes=tuple(str_list(data.get("probes"), at("probes"), errs, "probes")),
+        probes=tuple(p.text for p in probe_decls),
         caveats=tuple(str_list(data.get("caveats"), at("caveats"), errs, "caveats")),
         supersedes=supers("supersedes"),
         superseded_by=supers("superseded_by"),
@@ -193,6 +195,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         path=path,
         line_of=lines,
         raw=data,
+        probe_decls=probe_decls,
     )
     if errs.errors:
         raise SignatureError(*errs.errors)

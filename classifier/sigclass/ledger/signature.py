@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sigclass.ledger.patterns import Pattern
+from sigclass.ledger.probes import Probe
 from sigclass.vocab import Role, Status
 
 
@@ -44,6 +45,7 @@ class Signature:
     path: str
     line_of: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    probe_decls: tuple[Probe, ...] = field(default=(), compare=False, repr=False)  # the probes as data, beside `probes`
 
     @property
     def active(self) -> bool:
