@@ -45,6 +45,7 @@ class Finding:
     stream: Stream | None = None
     block: list[str] = field(default_factory=list)  # the normalised failure block
     facts: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # e.g. a condition met by a fact another worker printed
 
     def to_dict(self, *, block: bool = False) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in FINDING_KEYS}
@@ -129,6 +130,7 @@ class Unit:
     order: tuple = ()
     distributed: bool = False  # a rank of a distributed job (its id is the rank / pid / task)
     finding: Finding | None = None  # the finding that names its family
+    facts: dict[str, str] = field(default_factory=dict)  # context facts: its own log's, then its node's and job's
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, UNIT_KEYS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sigclass.records import Finding, Run, Unit
+from sigclass.runs.borrow import lend, unit_facts
 from sigclass.runs.cascade import attribute_cascades, systematic_faults
 from sigclass.runs.discover import RunPlan
 from sigclass.runs.layouts import file_stem, Identity, norm_id
@@ -236,6 +237,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     problems = list(plan.problems)
     pieces: dict[tuple[str | None, str], _Piece] = {}
     launcher: list[Finding] = []
+    lend(scans)
     for sc in sorted(scans, key=lambda s: s.rel):
         problems.extend(sc.problems)
         got, orphans = _pieces_of(sc)
@@ -256,6 +258,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     if any(not p.fallback for p in pieces.values()):
         launcher.extend(_fold_loose(pieces))
     units = [_make_unit(p) for p in pieces.values()]
+    unit_facts(scans, units)
     roots = attribute_cascades(units)
     systematic = systematic_faults(roots)
     units.sort(key=lambda u: (natural(u.unit), str(u.worker)))

@@ -78,6 +78,7 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
         if f is not None:
             if f.status == Status.RED_HERRING:
                 notes.append(f"the ledger marks {f.family} as a red herring; look for the real cause")
+            notes.extend(f.notes)
             for s in f.superseded_by:
                 notes.append(f"superseded by {s.get('id')}: {first_sentence(s.get('note', ''))}")
             for c in f.caveats:

@@ -11,7 +11,9 @@ from typing import Any
 import warnings
 
 from sigclass.errors import InputError, SigclassError
+from sigclass.ledger.context import fact_info
 from sigclass.records import Finding
+from sigclass.runs.borrow import conditional
 from sigclass.runs.discover import file_kind, os_reason
 from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
 from sigclass.scan.blocks import Marker
@@ -54,6 +56,9 @@ class SourceScan:
     first_time: str | None = None
     last_time: str | None = None
     readable: bool = False
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)  # worker ('' for any) -> fact -> value
+    fact_lines: list[tuple[int, str, str, str]] = field(default_factory=list)  # unit-scope facts: (line, worker, fact, value)
+    conditional: list = field(default_factory=list)  # families a finding misses for want of a fact (runs.borrow)
 
 
 _SCANNERS: dict[ScanConfig, Any] = {}
@@ -127,6 +132,9 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
     kv = res.workers_kv
     raw_kv = kv.get("worker") or kv.get("rank") or kv.get("gpu")
     out.kv_worker = norm_id(raw_kv) if raw_kv else None
+    out.facts = {k: dict(v) for k, v in res.facts.items()}
+    out.fact_lines = [t for t in res.fact_lines if fact_info(t[2]).scope == "unit"]
+    out.conditional = conditional(scanner, res.findings, res.facts)
     for f in res.findings:
         f.block = []
         f.facts = {}

@@ -59,6 +59,7 @@ class ScanResult:
     bytes: int
     first_time: str | None = None
     last_time: str | None = None
+    fact_lines: list[tuple[int, str, str, str]] = field(default_factory=list)  # (line, worker, fact, value)
 
 
 _NP = None

@@ -8,6 +8,9 @@ from sigclass.text.lines import Line
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
+MAX_FACT_LINES = 20000  # fact sightings kept per source, with their line (what a unit's own lines say)
+
+
 class CountedEvidence:
     """Counted patterns, facts, shard markers and key=value fields of one source (a part of `ScanState`)."""
 
@@ -18,6 +21,8 @@ class CountedEvidence:
                 m = self.sc.guard.search(fp, ln.content)
                 if m is not None and m.group(fp.fact) is not None:
                     self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
+                    if len(self.fact_lines) < MAX_FACT_LINES:
+                        self.fact_lines.append((lineno, ln.worker or "", fp.fact, m.group(fp.fact)))
         if G_MARK in pids:
             for rx in (MARKER, MARKER_PRE):
                 # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body

@@ -106,7 +106,7 @@ class Scanner:
         problems.extend(self.guard.messages)
         self.guard.messages = []
         return ScanResult(state.name, run.findings, run.markers, run.kv, run.facts, problems, run.lineno,
-                          state.bytes_read, run.first_time, run.last_time)
+                          state.bytes_read, run.first_time, run.last_time, run.fact_lines)
 
     def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, dict | None]]:
         """Blocks of a source with their prefilter hits. For files, a helper thread reads and runs the
@@ -163,7 +163,7 @@ class Scanner:
             pos = end
         run.finish()
         return ScanResult(source, run.findings, run.markers, run.kv, run.facts, list(state.problems) + self.guard.messages,
-                          run.lineno, len(data), run.first_time, run.last_time)
+                          run.lineno, len(data), run.first_time, run.last_time, run.fact_lines)
 
     # ------------------------------------------------------------------ classification
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],

@@ -38,6 +38,7 @@ class ScanState(SourceClock, CountedEvidence):
         self.markers: list[Marker] = []
         self.kv: dict[str, str] = {}
         self.facts: dict[str, dict[str, str]] = {}
+        self.fact_lines: list[tuple[int, str, str, str]] = []  # (line, worker, fact, value), in order
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
         self._lo = 0  # where the current span starts: look-backs stop there

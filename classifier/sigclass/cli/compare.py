@@ -1,0 +1,68 @@
+"""`sigclass compare RUN...`: which facts separate failing units from clean ones, the ledger's probes judged on the runs."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from sigclass.cli.common import app, err, LedgerOpt, Sigs
+from sigclass.errors import SigclassError
+
+
+class CompareFmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def compare(
+    dirs: Annotated[list[str], typer.Argument(help="Run directories to compare (the failing run and its probes).", metavar="RUN...")],
+    *,
+    fmt: Annotated[CompareFmt, typer.Option("--format", "-f", help="Output format.")] = CompareFmt.text,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    ledger: LedgerOpt = None,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    history: Annotated[Optional[Path], typer.Option("--history", help="Append confirmed and refuted verdicts to this history directory.")] = None,
+) -> None:
+    """Compare runs: discriminating facts with counts and p-values, probe outcomes, a verdict per family.
+
+    Exit status: 2 if a run could not be read at all, else 1 if a family is confirmed or refuted, else 0.
+    """
+    from sigclass.cli.runs import scan_config
+    from sigclass.compare.analysis import compare as compare_runs
+    from sigclass.compare.text import compare_text
+    from sigclass.runs.discover import plan_run
+    from sigclass.runs.parallel import analyse_plans
+
+    lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, None)
+    plans = [plan_run(d) for d in dict.fromkeys(dirs)]
+    try:
+        batch = analyse_plans(plans, cfg=cfg, n_jobs=jobs, small_in_process=jobs == -1)
+        result = compare_runs(batch.runs, lg)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    for run in batch.runs:
+        if not run.readable:
+            for prob in run.problems:
+                err(f"{run.run}: {prob}")
+    if (fmt.value if isinstance(fmt, CompareFmt) else str(fmt)) == "json":
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        for line in compare_text(result):
+            typer.echo(line)
+    if history is not None:
+        from sigclass.compare.record import append_verdicts
+
+        try:
+            wrote, had = append_verdicts(history, result)
+        except SigclassError as exc:
+            err(exc)
+            raise typer.Exit(2) from None
+        err(f"history: {wrote} verdict(s) recorded in {history} ({had} already there)")
+    decided = any(v["status"] != "open" for v in result["verdicts"])
+    raise typer.Exit(2 if bad_ledger or batch.unreadable else 1 if decided else 0)
