@@ -30,7 +30,7 @@ def compare(
 ) -> None:
     """Compare runs: discriminating facts with counts and p-values, probe outcomes, a verdict per family.
 
-    Exit status: 2 if a run could not be read at all, else 1 if a family is confirmed or refuted, else 0.
+    Exit status: 2 if a run could not be read at all, else 1 if some unit failed or did not finish, else 0.
     """
     from sigclass.cli.runs import scan_config
     from sigclass.compare.analysis import compare as compare_runs
@@ -64,5 +64,4 @@ def compare(
             err(exc)
             raise typer.Exit(2) from None
         err(f"history: {wrote} verdict(s) recorded in {history} ({had} already there)")
-    decided = any(v["status"] != "open" for v in result["verdicts"])
-    raise typer.Exit(2 if bad_ledger or batch.unreadable else 1 if decided else 0)
+    raise typer.Exit(2 if bad_ledger or batch.unreadable else 1 if batch.failed else 0)

@@ -1,0 +1,173 @@
+"""`sigclass compare`: discriminating facts, probes judged on runs, verdicts; facts one worker prints for its node or job."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sigclass.cli.app import app
+from sigclass.compare.analysis import compare
+from sigclass.runs.parallel import analyse
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+H100 = "vllm-h100-prefix-cache-ima"
+runner = CliRunner()
+
+
+def _make_sweep():
+    spec = importlib.util.spec_from_file_location("make_sweep", EXAMPLES / "make_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["make_sweep"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory):
+    """The three runs of the story, and variants: the A100 run fails too; the A100 run with other engine arguments."""
+    ms = _make_sweep()
+    root = tmp_path_factory.mktemp("story")
+    out = {}
+    for key, st in ms.STORIES.items():
+        out[key] = root / st.name
+        ms.write_run(out[key], st, 412)
+    out["a100-fails"] = root / "a100-fails"
+    ms.write_run(out["a100-fails"], dataclasses.replace(ms.STORIES["a100"], crash_at={0: 1, 3: 0, 6: 2}), 412)
+    out["a100-eager"] = root / "a100-eager"
+    ms.write_run(out["a100-eager"], dataclasses.replace(ms.STORIES["a100"], enforce_eager=True), 412)
+    return out
+
+
+def _compare(ledger, *dirs):
+    batch = analyse([str(d) for d in dirs], n_jobs=1)
+    return compare(batch.runs, ledger)
+
+
+def _probe(c, family, start):
+    return next(p for p in c["probes"] if p["family"] == family and p["probe"].startswith(start))
+
+
+def _verdict(c, family):
+    return next(v for v in c["verdicts"] if v["family"] == family)
+
+
+def test_generator_writes_the_shipped_example_runs(story):
+    for key in ("sweep", "a100", "short"):
+        shipped = EXAMPLES / story[key].name
+        for f in sorted(shipped.iterdir()):
+            assert (story[key] / f.name).read_bytes() == f.read_bytes(), f
+
+
+def test_story_confirms_the_h100_family(ledger, story):
+    c = _compare(ledger, story["sweep"], story["a100"], story["short"])
+    assert c["units"] == 42 + 42 + 16
+    facts = [d["fact"] for d in c["discriminating"]]
+    assert facts[0] == "gpu_model"
+    assert "prompt_tokens_p99" in facts
+    gpu = c["discriminating"][0]
+    assert {v["value"]: (v["failed"], v["total"]) for v in gpu["values"]} == {"H100": (35, 58), "A100": (0, 42)}
+    assert gpu["p"] < 1e-6
+    assert _probe(c, H100, "Run the identical code")["status"] == "supports"
+    assert _probe(c, H100, "On the same H100")["status"] == "supports"
+    assert _probe(c, H100, "On the same H100")["runs"] == ["sweep-0412", "sweep-0412-short"]
+    assert _probe(c, H100, "On the same GPU")["status"] == "not-run"
+    v = _verdict(c, H100)
+    assert v["status"] == "confirmed"
+    assert c["not_comparable"] == []
+
+
+def test_a100_failing_too_refutes_and_points_to_the_generic_family(ledger, story):
+    c = _compare(ledger, story["sweep"], story["a100-fails"])
+    assert _probe(c, H100, "Run the identical code")["status"] == "refutes"
+    v = _verdict(c, H100)
+    assert v["status"] == "refuted"
+    assert v["points_to"] == "cuda-illegal-memory-access"
+
+
+def test_other_engine_arguments_are_not_comparable(ledger, story):
+    c = _compare(ledger, story["sweep"], story["a100-eager"])
+    assert [d["fact"] for d in c["not_comparable"]] == ["enforce_eager"]
+    assert c["not_comparable"][0]["values"] == ["off", "on"]
+    assert c["verdicts"] == []
+    assert _probe(c, H100, "Run the identical code")["status"] == "not-run"
+
+
+def test_the_failing_sweep_alone_is_open_with_the_cheapest_probe_next(ledger, story):
+    c = _compare(ledger, story["sweep"])
+    assert {p["status"] for p in c["probes"]} == {"not-run"}
+    v = _verdict(c, H100)
+    assert v["status"] == "open"
+    assert v["next"].startswith("On the same H100/H200, run a short-prompt probe")
+    assert "short-prompt probe" in v["why"]
+
+
+def test_json_contract_through_the_cli(story):
+    r = runner.invoke(app, ["compare", "--format", "json", "-j", "1", str(story["sweep"]), str(story["a100"]), str(story["short"])])
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.output)
+    assert set(data) >= {"runs", "units", "discriminating", "probes", "verdicts", "not_comparable"}
+    for d in data["discriminating"]:
+        assert set(d) >= {"fact", "values", "p"}
+        assert all(set(v) >= {"value", "failed", "total"} for v in d["values"])
+    for p in data["probes"]:
+        assert set(p) >= {"family", "probe", "status", "runs"} and p["status"] in ("supports", "refutes", "not-run")
+    for v in data["verdicts"]:
+        assert set(v) >= {"family", "status", "points_to", "why"} and v["status"] in ("confirmed", "refuted", "open")
+
+
+def test_text_names_the_counts(story):
+    r = runner.invoke(app, ["compare", "-j", "1", str(story["sweep"]), str(story["a100"])])
+    assert "gpu_model=H100: 35/42 failed; A100: 0/42" in r.output
+    assert "confirmed" in r.output
+
+
+def test_a_missing_run_is_one_line_not_a_traceback(tmp_path):
+    r = runner.invoke(app, ["compare", "-j", "1", str(tmp_path / "nope")])
+    assert r.exit_code == 2
+    assert "Traceback" not in r.output
+
+
+def test_verdicts_go_to_the_history_once(story, tmp_path):
+    from sigclass.compare.record import read_verdicts
+
+    args = ["compare", "-j", "1", "--history", str(tmp_path / "h"), str(story["sweep"]), str(story["a100"])]
+    assert runner.invoke(app, args).exit_code == 1
+    assert runner.invoke(app, args).exit_code == 1
+    df = read_verdicts(tmp_path / "h")
+    assert df.height == 1
+    row = df.row(0, named=True)
+    assert row["record"] == "root-cause-confirmed" and row["family"] == H100
+    assert row["runs"] == ["sweep-0412", "sweep-0412-a100"]
+
+
+def test_a_worker_without_the_gpu_line_borrows_its_nodes(ledger, tmp_path):
+    run = tmp_path / "sweep"
+    shutil.copytree(EXAMPLES / "sweep-0412", run)
+    log = run / "gpu1.log"
+    log.write_text("".join(x for x in log.read_text().splitlines(keepends=True) if "NVIDIA H100" not in x))
+    got = analyse([str(run)], n_jobs=1).runs[0]
+    root = next(r for r in got.roots if r.worker == "gpu1")
+    assert root.family == H100
+    assert any("gpu_model=H100 80GB HBM3" in n and "h100-node-03" in n for n in root.notes)
+    unit = next(u for u in got.units if u.unit == root.unit)
+    assert unit.facts["gpu_model"].startswith("H100")
+
+
+def test_no_borrowing_across_nodes_with_other_gpus(ledger, tmp_path, story):
+    """One run on two nodes: a worker that prints neither its GPU nor its host cannot be given either node's GPU."""
+    run = tmp_path / "two-nodes"
+    shutil.copytree(EXAMPLES / "sweep-0412", run)
+    for i, src in enumerate(sorted(story["a100"].iterdir())[:2]):
+        shutil.copy(src, run / f"a100-{src.name}")
+    log = run / "gpu1.log"
+    log.write_text("".join(x for x in log.read_text().splitlines(keepends=True) if "NVIDIA H100" not in x and "host=" not in x))
+    got = analyse([str(run)], n_jobs=1).runs[0]
+    assert next(r for r in got.roots if r.worker == "gpu1").family == "cuda-illegal-memory-access"
