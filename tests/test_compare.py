@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sigclass.cli.app import app
-from sigclass.compare.analysis import compare
+from sigclass.diagnosis.analysis import compare
 from sigclass.runs.parallel import analyse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_a_missing_run_is_one_line_not_a_traceback(tmp_path):
 
 
 def test_verdicts_go_to_the_history_once(story, tmp_path):
-    from sigclass.compare.record import read_verdicts
+    from sigclass.diagnosis.record import read_verdicts
 
     args = ["compare", "-j", "1", "--history", str(tmp_path / "h"), str(story["sweep"]), str(story["a100"])]
     assert runner.invoke(app, args).exit_code == 1
@@ -171,3 +171,22 @@ def test_no_borrowing_across_nodes_with_other_gpus(ledger, tmp_path, story):
     log.write_text("".join(x for x in log.read_text().splitlines(keepends=True) if "NVIDIA H100" not in x and "host=" not in x))
     got = analyse([str(run)], n_jobs=1).runs[0]
     assert next(r for r in got.roots if r.worker == "gpu1").family == "cuda-illegal-memory-access"
+
+
+def test_python_api_and_mcp_tool_agree(story, tmp_path):
+    import sigclass
+    from sigclass.errors import InputError
+    from sigclass.mcp_tools import Config, Tools
+
+    c = sigclass.compare([story["sweep"], story["short"]], n_jobs=1)
+    assert isinstance(c, sigclass.Comparison)
+    assert c.verdict(H100)["status"] == "confirmed"
+    assert sigclass.Comparison.from_dict(c.to_dict()) == c
+    tools = Tools(Config(roots=[story["sweep"].parent]))
+    out = tools.call("compare_runs", {"paths": [story["sweep"].name, story["short"].name]})
+    assert tools.check_output("compare_runs", out) is None
+    assert out["verdicts"] == c.to_dict()["verdicts"]
+    with pytest.raises(InputError):
+        tools.call("compare_runs", {"paths": [str(tmp_path)]})  # outside the roots
+    with pytest.raises(InputError):
+        tools.call("compare_runs", {"paths": "sweep-0412"})

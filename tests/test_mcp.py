@@ -28,9 +28,9 @@ pytest.importorskip("mcp")
 
 runner = CliRunner()
 TIMEOUT = 120  # seconds for a whole session: a hang fails the test instead of blocking the suite
-TOOLS = ("classify_log", "analyze_run", "explain_gotcha", "list_gotchas")
+TOOLS = ("classify_log", "analyze_run", "explain_gotcha", "list_gotchas", "compare_runs")
 OUTPUT_SCHEMAS = {"classify_log": "classification", "analyze_run": "run", "explain_gotcha": "gotcha",
-                  "list_gotchas": "gotcha-list"}
+                  "list_gotchas": "gotcha-list", "compare_runs": "comparison"}
 LIMIT = 4096  # --max-bytes and --max-text-bytes of the server under test
 
 FINDING_FIELDS = ("family", "role", "confidence", "evidence", "fingerprint", "mitigation", "probes", "caveats")
@@ -227,7 +227,7 @@ async def _drive(command: str, args: list[str], tree: dict[str, Path], errlog) -
             init = await session.initialize()
             assert init.server_info.name == "sigclass"
 
-            # the four tools, each with an output schema
+            # the five tools, each with an output schema
             listed = {t.name: t for t in (await session.list_tools()).tools}
             assert set(listed) == set(TOOLS)
             for name, tool in listed.items():

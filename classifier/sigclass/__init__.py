@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 
 _API = (
     "Classification", "FindingRecord", "Gotcha", "GotchaSummary", "RootFault", "RunAnalysis", "RunUnit",
-    "SystematicFault", "analyze_run", "classify", "explain", "list_gotchas",
+    "SystematicFault", "analyze_run", "classify", "explain", "list_gotchas", "compare", "Comparison",
 )
 
 
@@ -23,8 +23,8 @@ from sigclass.errors import InputError, ModelError, SigclassError, SignatureErro
 
 __all__ = [
     "__version__",
-    "classify", "analyze_run", "explain", "list_gotchas",
-    "Classification", "FindingRecord", "RunAnalysis", "RunUnit", "RootFault", "SystematicFault",
+    "classify", "analyze_run", "compare", "explain", "list_gotchas",
+    "Classification", "Comparison", "FindingRecord", "RunAnalysis", "RunUnit", "RootFault", "SystematicFault",
     "Gotcha", "GotchaSummary",
     "SigclassError", "InputError", "SignatureError", "ModelError",
 ]

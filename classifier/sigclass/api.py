@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 import threading
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Sequence, Union
 import warnings
 
 from sigclass.errors import InputError, Problem, SignatureError
+from sigclass.diagnosis.analysis import Comparison  # noqa: F401  (the API type of compare)
 from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit, SystematicFault,
@@ -165,6 +166,33 @@ def explain(family_id: str, *, ledger: LedgerArg = None) -> Gotcha:
 def list_gotchas(*, ledger: LedgerArg = None) -> list[GotchaSummary]:
     """Every family of the ledger, by id."""
     return [GotchaSummary(s.id, s.title, s.role, s.status) for s in get_ledger(ledger)]
+
+
+def compare(paths: Sequence[str | os.PathLike], *, ledger: LedgerArg = None, signatures: str = SignatureMode.BOTH,
+            n_jobs: int = -1) -> Comparison:
+    """Compare runs (a failing run and the runs that probe it): discriminating facts, probe outcomes, verdicts.
+
+    Raises InputError when a path is not a run directory that can be listed.
+    """
+    from sigclass.diagnosis.analysis import compare as compare_runs
+    from sigclass.runs.discover import plan_run
+    from sigclass.runs.parallel import analyse_plans
+    from sigclass.runs.sources import ScanConfig
+
+    if signatures not in SIGNATURE_MODES:
+        raise InputError(f"signatures must be one of {', '.join(SIGNATURE_MODES)}, not {signatures!r}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    plans = [plan_run(os.fspath(p)) for p in dict.fromkeys(os.fspath(p) for p in paths)]
+    if not plans:
+        raise InputError("compare needs at least one run directory")
+    for plan in plans:
+        if not plan.listable:
+            raise InputError("; ".join(plan.problems) or f"{plan.path}: cannot read this run directory")
+    cfg = ScanConfig(ledger=_ledger_key(ledger), signatures=signatures)
+    with _scan_lock:
+        batch = analyse_plans(plans, cfg=cfg, n_jobs=n_jobs, small_in_process=n_jobs == -1)
+    return Comparison.from_dict(compare_runs(batch.runs, get_ledger(ledger)))
 
 
 def analyze_run(path: str | os.PathLike, *, ledger: LedgerArg = None, signatures: str = SignatureMode.BOTH,

@@ -1,4 +1,4 @@
-"""The MCP server's four tools as plain synchronous code (testable without the protocol): limits, path confinement, calls and output checks.
+"""The MCP server's five tools as plain synchronous code (testable without the protocol): limits, path confinement, calls and output checks.
 
 Paths are confined to the roots given with ``--root``: symlinks are resolved
 and anything outside the roots, or reached through a link out of them, is
@@ -128,7 +128,7 @@ def _stat_or_refuse(path: Path, raw: str) -> os.stat_result:
 
 
 class Tools:
-    """The four tools as plain functions: arguments in, a JSON-ready dict out, SigclassError on refusal."""
+    """The five tools as plain functions: arguments in, a JSON-ready dict out, SigclassError on refusal."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -138,6 +138,7 @@ class Tools:
             "analyze_run": (self.analyze_run, schemas.RUN),
             "explain_gotcha": (self.explain_gotcha, schemas.GOTCHA),
             "list_gotchas": (self.list_gotchas, schemas.GOTCHA_LIST),
+            "compare_runs": (self.compare_runs, schemas.COMPARISON),
         }
         self._validators: dict[str, Any] = {}
 
@@ -204,6 +205,26 @@ class Tools:
                 "description": "Every family in the ledger: id, title, role (root or secondary) and status.",
                 "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
                 "output_schema": schemas.schema("gotcha-list"),
+            },
+            {
+                "name": "compare_runs",
+                "title": "Compare runs",
+                "description": (
+                    "Differential diagnosis across run directories (a failing run and the runs that probe it, e.g. "
+                    "the same job on another GPU model or with short prompts): which context facts separate "
+                    "failing units from clean ones (counts and a Fisher p-value), each ledger probe as supports, "
+                    "refutes or not-run with its evidence runs, a verdict per family (confirmed, refuted with the "
+                    "family the evidence points to, or open with the next probe), and facts that make the runs "
+                    "not comparable."
+                ),
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                                             "description": "Run directories, under the roots."}},
+                    "required": ["paths"],
+                    "additionalProperties": False,
+                },
+                "output_schema": schemas.schema("comparison"),
             },
         ]
 
@@ -322,6 +343,21 @@ class Tools:
                 elif stat.S_ISREG(est.st_mode) and is_log_name(e.name) and est.st_size > self.config.max_bytes:
                     raise InputError(f"{raw}: {rel} is {_mib(est.st_size)}, over the limit of "
                                      f"{_mib(self.config.max_bytes)} per file (--max-bytes)")
+
+    def compare_runs(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._only(args, ("paths",), "compare_runs")
+        raw = args.get("paths")
+        if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
+            raise InputError("compare_runs needs 'paths', a list of run directories")
+        real = []
+        for p in raw:
+            path = self.jail.resolve(p)
+            if not stat.S_ISDIR(_stat_or_refuse(path, p).st_mode):
+                raise InputError(f"{p}: not a directory; compare_runs takes run directories")
+            self._check_run_tree(path, p)
+            real.append(path)
+        c = self.config
+        return api.compare(real, ledger=c.ledger, signatures=c.signatures).to_dict()
 
     def explain_gotcha(self, args: dict[str, Any]) -> dict[str, Any]:
         self._only(args, ("id",), "explain_gotcha")

@@ -33,8 +33,8 @@ def compare(
     Exit status: 2 if a run could not be read at all, else 1 if some unit failed or did not finish, else 0.
     """
     from sigclass.cli.runs import scan_config
-    from sigclass.compare.analysis import compare as compare_runs
-    from sigclass.compare.text import compare_text
+    from sigclass.diagnosis.analysis import compare as compare_runs
+    from sigclass.diagnosis.text import compare_text
     from sigclass.runs.discover import plan_run
     from sigclass.runs.parallel import analyse_plans
 
@@ -56,7 +56,7 @@ def compare(
         for line in compare_text(result):
             typer.echo(line)
     if history is not None:
-        from sigclass.compare.record import append_verdicts
+        from sigclass.diagnosis.record import append_verdicts
 
         try:
             wrote, had = append_verdicts(history, result)

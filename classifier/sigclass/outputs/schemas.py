@@ -230,12 +230,15 @@ RUN: dict[str, Any] = {
     },
 }
 
+from sigclass.diagnosis.schema import COMPARISON  # noqa: E402
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "finding": FINDING,
     "run": RUN,
     "gotcha": GOTCHA,
     "classification": CLASSIFICATION,
     "gotcha-list": GOTCHA_LIST,
+    "comparison": COMPARISON,
 }
 
 

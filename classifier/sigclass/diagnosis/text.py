@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from sigclass.compare.contrast import line
+from sigclass.diagnosis.contrast import line
 
 
 def compare_text(c: Mapping[str, Any]) -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import regex
 
-from sigclass.compare.contrast import Row
+from sigclass.diagnosis.contrast import Row
 from sigclass.ledger.context import as_number, CONTROL_GROUPS, expand
 from sigclass.ledger.probes import Probe, value_test
 
