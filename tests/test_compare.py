@@ -190,3 +190,56 @@ def test_python_api_and_mcp_tool_agree(story, tmp_path):
         tools.call("compare_runs", {"paths": [str(tmp_path)]})  # outside the roots
     with pytest.raises(InputError):
         tools.call("compare_runs", {"paths": "sweep-0412"})
+
+
+def test_ledger_supersede_writes_both_links_once(tmp_path):
+    from sigclass.ledger.pack import load_ledger
+
+    for f in (REPO / "signatures").iterdir():
+        if f.suffix in (".yaml", ".log"):
+            shutil.copy(f, tmp_path / f.name)
+    before = (tmp_path / f"{H100}.yaml").read_text()
+    args = ["ledger", "supersede", H100, "--by", "cuda-illegal-memory-access", "--ledger", str(tmp_path),
+            "--note", "The A100 run with identical engine arguments crashed the same way (runs s, s-a100)."]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    after = (tmp_path / f"{H100}.yaml").read_text()
+    assert after.startswith(before.split("caveats:")[0])  # the rest of the file is untouched
+    lg = load_ledger([tmp_path], shipped=False)
+    old, new = lg[H100], lg["cuda-illegal-memory-access"]
+    assert [s.id for s in old.superseded_by] == ["cuda-illegal-memory-access"]
+    assert [s.id for s in new.supersedes] == [H100]
+    assert any(c.startswith("Red herring here: The A100 run") for c in old.caveats)
+    assert runner.invoke(app, [*args[:-1], "another note"]).output.startswith(f"{H100} is already superseded")
+    assert (tmp_path / f"{H100}.yaml").read_text() == after
+    r = runner.invoke(app, ["ledger", "lint", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, ["ledger", "supersede", "no-such", "--by", H100, "--note", "x"]).exit_code == 2
+
+
+def test_lint_checks_probe_declarations(tmp_path):
+    from sigclass.errors import SignatureError
+    from sigclass.ledger.pack import load_ledger
+
+    src = (REPO / "signatures" / "cuda-oom.yaml").read_text()
+    bad = src.replace("vary: {prompt_tokens_p99: lower}", "vary: {batch_sizes: lower}") \
+             .replace("points_to: vllm-orphan-gpu-memory", "points_to: no-such-family")
+    (tmp_path / "cuda-oom.yaml").write_text(bad)
+    shutil.copy(REPO / "signatures" / "cuda-oom.log", tmp_path / "cuda-oom.log")
+    r = runner.invoke(app, ["ledger", "lint", str(tmp_path)])
+    assert r.exit_code == 1
+    assert "probe names fact 'batch_sizes'" in r.output and "points_to 'no-such-family'" in r.output
+    (tmp_path / "cuda-oom.yaml").write_text(src.replace("expect: clean", "expect: maybe"))
+    with pytest.raises(SignatureError, match="probe expect must be one of clean, fails"):
+        load_ledger([tmp_path], shipped=False, strict=True)
+    plain = src.split("probes:")[0] + "probes:\n  - Just a sentence, as before.\n" + "caveats:" + src.split("caveats:", 1)[1]
+    (tmp_path / "cuda-oom.yaml").write_text(plain)
+    lg = load_ledger([tmp_path], shipped=False, strict=True)
+    assert lg["cuda-oom"].probes == ("Just a sentence, as before.",)
+    assert not lg["cuda-oom"].probe_decls[0].declared
+
+
+def test_shipped_pack_declares_the_probes(ledger):
+    full = [s.id for s in ledger if s.probe_decls and all(p.declared for p in s.probe_decls)]
+    assert H100 in full and len(full) >= 5
+    assert [p.text for p in ledger[H100].probe_decls] == list(ledger[H100].probes)

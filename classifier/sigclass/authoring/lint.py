@@ -13,6 +13,7 @@ import re
 from typing import ClassVar
 
 from sigclass.authoring.examples import check, parse_examples
+from sigclass.ledger.context import CONTEXT, GROUPS
 from sigclass.ledger.families import CONTRACT_IDS
 from sigclass.ledger.pack import Ledger
 from sigclass.ledger.signature import Signature
@@ -64,6 +65,60 @@ class SupersedesTarget(Validator):
             for i, s in enumerate(getattr(sig, key)):
                 if s.id not in self.ledger:
                     out.append(self.issue(sig.location(key, i), f"{key} names {s.id!r}, which no signature defines"))
+        return out
+
+
+class SupersedesReciprocal(Validator):
+    """`A superseded_by B` and `B supersedes A` come in pairs (what `sigclass ledger supersede` writes)."""
+
+    name = "supersedes-one-sided"
+    severity = "MEDIUM"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        out = []
+        for key, back in (("supersedes", "superseded_by"), ("superseded_by", "supersedes")):
+            for i, s in enumerate(getattr(sig, key)):
+                other = self.ledger.signatures.get(s.id)
+                if other is not None and not any(x.id == sig.id for x in getattr(other, back)):
+                    out.append(self.issue(sig.location(key, i), f"{key} names {s.id!r}, but {s.id} has no {back} "
+                                          f"link back to {sig.id}; add it (sigclass ledger supersede writes both)"))
+        return out
+
+
+class ProbeDeclarations(Validator):
+    """Declared probes name facts the pack can read (or a fact group) and families it defines; the shipped pack
+    declares every probe of the H100 prefix-cache family and of at least four other families."""
+
+    name = "probe-declaration"
+    REQUIRED_FULLY_DECLARED = ("vllm-h100-prefix-cache-ima",)
+    MIN_FULLY_DECLARED = 5
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        known = set(CONTEXT) | set(GROUPS) | {p.fact for s in self.ledger for p in s.facts}
+        out = []
+        for i, probe in enumerate(sig.probe_decls):
+            where = sig.location("probes", i)
+            for name in probe.facts():
+                if name not in known:
+                    out.append(self.issue(where, f"probe names fact {name!r}, which no family reads and no fact group "
+                                          f"is called; declare it under facts: of a family, or use one of {', '.join(GROUPS)}"))
+            if probe.points_to and probe.points_to not in self.ledger:
+                out.append(self.issue(where, f"probe points_to {probe.points_to!r}, which no signature defines"))
+            overlap = set(probe.keep) & {n for n, _ in probe.vary}
+            if overlap:
+                out.append(self.issue(where, f"probe both varies and keeps {', '.join(sorted(overlap))}"))
+        return out
+
+    def finalize(self) -> list[Issue]:
+        if not self.ctx.get("shipped"):
+            return []
+        full = [s.id for s in self.ledger if s.probe_decls and all(p.declared for p in s.probe_decls)]
+        out = [self.issue(self.ledger[f].location("probes") if f in self.ledger else "signatures/",
+                          f"every probe of {f} must be declared (vary/keep/expect or inspect)")
+               for f in self.REQUIRED_FULLY_DECLARED if f not in full]
+        if len(full) < self.MIN_FULLY_DECLARED:
+            out.append(self.issue("signatures/", f"{len(full)} families declare every probe; the pack needs at least "
+                                  f"{self.MIN_FULLY_DECLARED}"))
         return out
 
 

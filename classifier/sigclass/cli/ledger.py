@@ -72,3 +72,28 @@ def ledger_patterns(ledger: LedgerOpt = None) -> None:
     for gid, src in GENERIC.items():
         if gid not in (G_MARK, G_KV):
             typer.echo(src)
+
+
+@ledger_app.command("supersede")
+def ledger_supersede(
+    old: Annotated[str, typer.Argument(help="The family the evidence ruled out (the red herring).")],
+    *,
+    by: Annotated[str, typer.Option("--by", help="The family the evidence points to.")],
+    note: Annotated[str, typer.Option("--note", help="What the evidence showed (probe, runs).")],
+    ledger: LedgerOpt = None,
+) -> None:
+    """Write OLD superseded-by NEW (and NEW supersedes OLD) with a red-herring caveat into the ledger files."""
+    from sigclass.authoring.supersede import supersede
+    from sigclass.cli.common import err
+    from sigclass.errors import SigclassError
+
+    lg, _ = load_ledger_or_exit(ledger)
+    try:
+        changed = supersede(lg, old, by, note)
+    except SigclassError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    for p in changed:
+        typer.echo(f"wrote {p}")
+    if not changed:
+        typer.echo(f"{old} is already superseded by {by}; nothing to write")
