@@ -243,3 +243,17 @@ def test_shipped_pack_declares_the_probes(ledger):
     full = [s.id for s in ledger if s.probe_decls and all(p.declared for p in s.probe_decls)]
     assert H100 in full and len(full) >= 5
     assert [p.text for p in ledger[H100].probe_decls] == list(ledger[H100].probes)
+
+
+def test_report_of_several_runs_has_a_comparison_section(story, tmp_path):
+    out = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", "-j", "1", "--out", str(out), str(story["sweep"]), str(story["a100"]), str(story["short"])])
+    assert r.exit_code == 1, r.output
+    page = out.read_text()
+    assert '<section class="comparison">' in page
+    assert '<tr class="fact" data-fact="gpu_model">' in page
+    assert page.count('class="probe" data-family="vllm-h100-prefix-cache-ima" data-status="supports"') == 2
+    assert 'class="verdict" data-family="vllm-h100-prefix-cache-ima" data-status="confirmed"' in page
+    one = tmp_path / "one.html"
+    runner.invoke(app, ["report", "-j", "1", "--out", str(one), str(story["sweep"])])
+    assert 'class="comparison"' not in one.read_text()

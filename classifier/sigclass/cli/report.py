@@ -49,7 +49,13 @@ def report(
     try:
         batch = analyse(dirs, cfg=cfg, layout=Layout(unit_pattern, worker_pattern), n_jobs=jobs,
                            small_in_process=jobs == -1)
-        write_report([run_dict(r) for r in batch.runs], out, families=family_info(lg), title=title)
+        comparison = None
+        if len(batch.runs) > 1:
+            from sigclass.diagnosis.analysis import compare
+
+            comparison = compare(batch.runs, lg)
+        write_report([run_dict(r) for r in batch.runs], out, families=family_info(lg), title=title,
+                     comparison=comparison)
     except (SigclassError, ModelError) as exc:
         err(exc)
         raise typer.Exit(2) from None

@@ -27,6 +27,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from sigclass.outputs.report.comparison import comparison_section
 from sigclass.outputs.report.geometry import fmt_time, Layout, layout, parse_time
 from sigclass.outputs.report.markup import anchor, attrs, esc
 from sigclass.outputs.report.timeline import timeline
@@ -206,8 +207,9 @@ def _root_sort(r: Mapping[str, Any], lay: Layout) -> tuple:
 
 
 def render(runs: Sequence[Mapping[str, Any]], *, families: Mapping[str, Mapping[str, Any]] | None = None,
-           title: str | None = None, generated: datetime | None = None) -> str:
-    """The whole HTML page for these run objects (`Run.to_dict()`)."""
+           title: str | None = None, generated: datetime | None = None,
+           comparison: Mapping[str, Any] | None = None) -> str:
+    """The whole HTML page for these run objects (`Run.to_dict()`), with the comparison of several runs if given."""
     families = families or {}
     title = title or ("sigclass report: " + ", ".join(str(r.get("run")) for r in runs[:3])
                       + (f" and {len(runs) - 3} more" if len(runs) > 3 else ""))
@@ -216,6 +218,8 @@ def render(runs: Sequence[Mapping[str, Any]], *, families: Mapping[str, Mapping[
     if len(runs) > 1:
         body.append('<nav class="runs">' + "".join(
             f'<a href="#run-{i}">{esc(r.get("run"))}</a>' for i, r in enumerate(runs)) + "</nav>")
+    if comparison:
+        body.append(comparison_section(comparison))
     body.extend(render_run(i, r, families) for i, r in enumerate(runs))
     body.append("<footer>Log text is shown as text. Hover a root marker, a band or a bar to highlight its cascade; "
                 "click a root marker to jump to its card.</footer>")
