@@ -13,7 +13,7 @@ import typer
 from sigclass.cli.common import app, err, Sigs
 from sigclass.errors import SigclassError
 
-_SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list")
+_SCHEMA_NAMES = ("finding", "run", "gotcha", "classification", "gotcha-list", "comparison")
 MIN_SDK = (2, 3)  # the low-level Server with on_* handlers and snake_case types
 
 
