@@ -35,7 +35,7 @@ def _sdk_version() -> tuple[int, ...] | None:
 
 @app.command()
 def schema(
-    name: Annotated[Optional[str], typer.Argument(help="finding, run, gotcha, classification or gotcha-list (default: all).")] = None,
+    name: Annotated[Optional[str], typer.Argument(help="finding, run, gotcha, classification, gotcha-list or comparison (default: all).")] = None,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of a finding, a run or a gotcha."""
     from sigclass.outputs import schemas

@@ -74,13 +74,14 @@ def _varied(probe: Probe, ref: RunView, ref_rows: list[Row], other: RunView) -> 
     return True
 
 
-def _unequal(names: Sequence[str], ref: RunView, ref_rows: list[Row], other: RunView) -> list[dict[str, Any]]:
-    """The kept facts both runs show with no value in common."""
+def _unequal(names: Sequence[str], ref: RunView, other: RunView) -> list[dict[str, Any]]:
+    """The kept facts both runs show with no value in common (a job whose workers differ in a setting shares a value
+    with a run that has one of them; a run that does not print a fact gives no evidence either way)."""
     out = []
     for name in names:
-        a, b = ref.values(name, ref_rows), other.values(name)
+        a, b = ref.values(name), other.values(name)
         if a and b and not a & b:
-            out.append({"fact": name, "values": sorted(a | b), "runs": [ref.name, other.name]})
+            out.append({"fact": name, "values": sorted(a | b), "runs": sorted([ref.name, other.name])})
     return out
 
 
@@ -128,7 +129,7 @@ def judge(family: str, probe: Probe, runs: list[RunView], skew: list[dict[str, A
         for other in runs:
             if other is ref or not _varied(probe, ref, ref_rows, other):
                 continue
-            bad = _unequal(keep, ref, ref_rows, other)
+            bad = _unequal(keep, ref, other)
             if bad:
                 skew.extend(b for b in bad if b not in skew)
                 continue
@@ -155,12 +156,11 @@ def control_skew(runs: list[RunView], families: set[str]) -> list[dict[str, Any]
     names = expand(list(CONTROL_GROUPS))
     out: list[dict[str, Any]] = []
     for ref in runs:
-        ref_rows = ref.roots(families)
-        if not ref_rows:
+        if not ref.roots(families):
             continue
         for other in runs:
             if other is not ref:
-                out.extend(b for b in _unequal(names, ref, ref_rows, other) if b not in out)
+                out.extend(b for b in _unequal(names, ref, other) if b not in out)
     return out
 
 

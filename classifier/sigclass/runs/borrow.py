@@ -196,6 +196,7 @@ def unit_facts(scans: Sequence[Any], units: Sequence[Unit]) -> None:
     providers = _providers(scans)
     by_rel = {sc.rel: sc for sc in scans}
     names = sorted({n for p in providers for n in p.facts if fact_info(n).scope != "unit"})
+    lent: dict[tuple[str, str | None, str], str | None] = {}
     for u in units:
         sc = by_rel.get(u.source or "")
         mine = own_facts(sc.facts or {}, u.worker) if sc is not None else {}
@@ -203,9 +204,13 @@ def unit_facts(scans: Sequence[Any], units: Sequence[Unit]) -> None:
         out = {k: v for k, v in mine.items() if fact_info(k).scope != "unit"}
         for name in names:
             if name not in out:
-                got = _lend(name, host, u.source or "", providers)
-                if got is not None:
-                    out[name] = got[0]
+                key = (name, host, u.source or "")
+                if key not in lent:
+                    got = _lend(name, host, u.source or "", providers)
+                    lent[key] = got[0] if got is not None else None
+                value = lent[key]
+                if value is not None:
+                    out[name] = value
         if sc is not None:
             out.update(_unit_scope(sc, u))
         u.facts = out
