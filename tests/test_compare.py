@@ -157,6 +157,8 @@ def test_a_worker_without_the_gpu_line_borrows_its_nodes(ledger, tmp_path):
     root = next(r for r in got.roots if r.worker == "gpu1")
     assert root.family == H100
     assert any("gpu_model=H100 80GB HBM3" in n and "h100-node-03" in n for n in root.notes)
+    text = runner.invoke(app, ["runs", "-j", "1", str(run)]).output
+    assert "note: gpu_model=H100 80GB HBM3 is a fact of the same node h100-node-03" in text
     unit = next(u for u in got.units if u.unit == root.unit)
     assert unit.facts["gpu_model"].startswith("H100")
 

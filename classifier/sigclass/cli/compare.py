@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from sigclass.cli.common import app, err, LedgerOpt, Sigs
+from sigclass.cli.report import StatsFmt as CompareFmt  # text | json, as for `stats`
 from sigclass.errors import SigclassError
-
-
-class CompareFmt(str, Enum):
-    text = "text"
-    json = "json"
 
 
 @app.command()

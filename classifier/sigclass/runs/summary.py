@@ -117,6 +117,7 @@ def render_run(run: Run) -> Iterator[str]:
     wmax = max((len(str(r.worker)) for r in run.roots), default=4)
     umax = max((len(r.unit) for r in run.roots), default=1)
     told: set[str] = set()
+    said: set[str] = set()
     for r in run.roots:
         n = len(r.victims)
         if n == 0:
@@ -136,11 +137,17 @@ def render_run(run: Run) -> Iterator[str]:
             if r.probes:
                 yield f"{pad}first check: " + "; ".join(_gist(x) for x in r.probes[:2])
             for note in r.notes:
+                said.add(note)
                 yield f"{pad}note: {note}"
             if r.family == UNKNOWN and r.evidence:
                 yield f"{pad}evidence: {r.evidence[-1][:200]}"
-        elif r.family == UNKNOWN and r.evidence:
-            yield f"{pad}evidence: {r.evidence[-1][:200]}"
+        else:
+            for note in r.notes:  # a note of this root's own (a fact its node printed), not the family's
+                if note not in said:
+                    said.add(note)
+                    yield f"{pad}note: {note}"
+            if r.family == UNKNOWN and r.evidence:
+                yield f"{pad}evidence: {r.evidence[-1][:200]}"
     for item in run.launcher:
         yield f"  launcher: {item}"
     if run.problems:
