@@ -259,3 +259,53 @@ def test_report_of_several_runs_has_a_comparison_section(story, tmp_path):
     one = tmp_path / "one.html"
     runner.invoke(app, ["report", "-j", "1", "--out", str(one), str(story["sweep"])])
     assert 'class="comparison"' not in one.read_text()
+
+
+def _shard_run(root: Path, name: str, host: str, fail: dict[int, str], eager: str = "False") -> Path:
+    """A run of one file per shard (layout 1): gpuN/shard_N.log on `host`; `fail` maps a shard to its last lines."""
+    run = root / name
+    for i in range(4):
+        d = run / f"gpu{i}"
+        d.mkdir(parents=True)
+        lines = [f"2026-05-01 10:0{i}:00,000 INFO host={host} worker=gpu{i} torch=2.8.0+cu128 vllm=0.10.2",
+                 f"2026-05-01 10:0{i}:01,000 INFO device cuda:0 -> NVIDIA A100-SXM4-80GB (sm_80)",
+                 f"2026-05-01 10:0{i}:02,000 INFO model=/models/Llama-3.1-8B max_model_len=8192 enforce_eager={eager}",
+                 f"2026-05-01 10:0{i}:03,000 INFO [shard {i}] starting"]
+        if i in fail:
+            lines += fail[i].splitlines() + [f"2026-05-01 10:0{i}:09,000 ERROR [shard {i}] failed"]
+        else:
+            lines.append(f"2026-05-01 10:0{i}:09,000 INFO [shard {i}] done")
+        (d / f"shard_{i}.log").write_text("\n".join(lines) + "\n")
+    return run
+
+
+XID79 = ("[812044.301562] NVRM: Xid (PCI:0000:ca:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+         "Traceback (most recent call last):\n  File \"train.py\", line 3, in step\n    loss.item()\n"
+         "RuntimeError: CUDA error: unspecified launch failure")
+
+
+def test_any_family_with_declared_probes(ledger, tmp_path):
+    """The hardware family, judged by its own probes: another host runs clean, and the Xid the log shows is a hardware one."""
+    bad = _shard_run(tmp_path, "node7", "node-7", {2: XID79})
+    good = _shard_run(tmp_path, "node8", "node-8", {})
+    c = _compare(ledger, bad, good)
+    fam = "gpu-hardware-fault"
+    assert _probe(c, fam, "Re-run the same shard on another GPU")["status"] == "supports"
+    assert _probe(c, fam, "dmesg")["status"] == "supports"
+    assert _probe(c, fam, "dcgmi")["status"] == "not-run"
+    assert _verdict(c, fam)["status"] == "confirmed"
+    # the same fault following the shard onto the other host refutes it
+    again = _shard_run(tmp_path, "node8-fails", "node-8", {2: XID79.replace("79,", "13,").split("\n", 1)[1]})
+    c = _compare(ledger, bad, again)
+    assert _probe(c, fam, "Re-run the same shard on another GPU")["status"] == "refutes"
+    v = _verdict(c, fam)
+    assert v["status"] == "refuted" and v["points_to"] == "cuda-illegal-memory-access"
+
+
+def test_kept_fact_that_differs_blocks_the_probe(ledger, tmp_path):
+    bad = _shard_run(tmp_path, "node7", "node-7", {2: XID79})
+    good = _shard_run(tmp_path, "node8", "node-8", {}, eager="True")
+    c = _compare(ledger, bad, good)
+    assert c["not_comparable"] == [{"fact": "enforce_eager", "values": ["off", "on"], "runs": ["node7", "node8"]}]
+    assert _probe(c, "gpu-hardware-fault", "Re-run the same shard on another GPU")["status"] == "not-run"
+    assert c["verdicts"] == []
