@@ -309,3 +309,13 @@ def test_kept_fact_that_differs_blocks_the_probe(ledger, tmp_path):
     assert c["not_comparable"] == [{"fact": "enforce_eager", "values": ["off", "on"], "runs": ["node7", "node8"]}]
     assert _probe(c, "gpu-hardware-fault", "Re-run the same shard on another GPU")["status"] == "not-run"
     assert c["verdicts"] == []
+
+
+def test_unit_facts_come_from_the_units_own_lines():
+    run = analyse([str(EXAMPLES / "sweep-0412")], n_jobs=1).runs[0]
+    text = (EXAMPLES / "sweep-0412" / "gpu0.log").read_text()
+    for u in [u for u in run.units if u.worker == "gpu0"][:3]:
+        part = text.split(f"[shard {u.unit}] starting", 1)[1]
+        p99 = part.split("p99=", 1)[1].split(" ", 1)[0]
+        assert u.facts["prompt_tokens_p99"] == p99
+        assert u.facts["gpu_model"] == "H100 80GB HBM3" and u.facts["host"] == "h100-node-03"

@@ -20,10 +20,10 @@ from typing import Any, Iterable, Sequence, Union
 import warnings
 
 from sigclass.errors import InputError, Problem, SignatureError
-from sigclass.diagnosis.analysis import Comparison  # noqa: F401  (the API type of compare)
 from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
-    Classification, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit, SystematicFault,
+    Classification, Comparison, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit,
+    SystematicFault,
 )
 from sigclass.vocab import SignatureMode
 

@@ -269,3 +269,29 @@ class RunAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, RUN_KEYS)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of several runs (`sigclass.compare`); `to_dict()` is the JSON of `sigclass compare`."""
+
+    runs: tuple[str, ...]
+    units: int
+    discriminating: tuple[dict[str, Any], ...]
+    probes: tuple[dict[str, Any], ...]
+    verdicts: tuple[dict[str, Any], ...]
+    not_comparable: tuple[dict[str, Any], ...]
+    problems: tuple[str, ...] = ()
+
+    def verdict(self, family: str) -> dict[str, Any] | None:
+        return next((v for v in self.verdicts if v["family"] == family), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": list(self.runs), "units": self.units, "discriminating": [dict(d) for d in self.discriminating],
+                "probes": [dict(p) for p in self.probes], "verdicts": [dict(v) for v in self.verdicts],
+                "not_comparable": [dict(n) for n in self.not_comparable], "problems": list(self.problems)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Comparison":
+        return cls(tuple(d["runs"]), int(d["units"]), tuple(d["discriminating"]), tuple(d["probes"]),
+                   tuple(d["verdicts"]), tuple(d["not_comparable"]), tuple(d.get("problems", ())))

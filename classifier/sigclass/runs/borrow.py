@@ -14,8 +14,9 @@ source's first, then the node's and the job's.
 
 from __future__ import annotations
 
-import dataclasses
+from bisect import bisect_left
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -167,27 +168,43 @@ def lend(scans: Sequence[Any]) -> None:
                 done.add(c.index)
 
 
-def _unit_scope(sc: Any, u: Unit) -> dict[str, str]:
-    """The unit-scope facts (prompt lengths, ...) a unit's own lines print: a whole file's when the file holds no unit
-    markers, else those between the unit's start marker and the next unit's start on the same worker."""
-    starts = [m for m in sc.markers if m.kind == "start"]
-    if not starts:
+class _Lines:
+    """A source's unit-scope fact sightings, and the line span of each unit's own lines in it."""
+
+    def __init__(self, sc: Any) -> None:
+        self.facts = sorted(sc.fact_lines)
+        self.lines = [t[0] for t in self.facts]
+        starts = sorted((m.line, m.unit, m.worker) for m in sc.markers if m.kind == "start")
+        self.marked = bool(starts)
+        self.span: dict[str, tuple[int, int | None, str | None]] = {}
+        by_worker: dict[str | None, list[tuple[int, str]]] = {}
+        for line, unit, worker in starts:
+            by_worker.setdefault(worker, []).append((line, unit))
+        for worker, seq in by_worker.items():
+            for k, (line, unit) in enumerate(seq):
+                if unit in self.span:
+                    continue
+                nxt = next((ln for ln, u in seq[k + 1:] if u != unit), None)
+                self.span[unit] = (line, nxt, worker)
+
+    def of(self, u: Unit) -> dict[str, str]:
+        """What the unit's own lines print: a whole file's when the file marks no unit, else the facts between the
+        unit's start marker and the next unit's start on the same worker."""
         out: dict[str, str] = {}
-        for _, w, name, value in sc.fact_lines:
-            if not w or u.worker is None or norm_id(w) == norm_id(u.worker):
+        if not self.marked:
+            for _, w, name, value in self.facts:
+                if not w or u.worker is None or norm_id(w) == norm_id(u.worker):
+                    out[name] = value
+            return out
+        span = self.span.get(u.unit)
+        if span is None:
+            return out
+        lo, hi, wk = span
+        for k in range(bisect_left(self.lines, lo), bisect_left(self.lines, hi) if hi is not None else len(self.lines)):
+            _, w, name, value = self.facts[k]
+            if not w or wk is None or norm_id(w) == norm_id(wk):
                 out[name] = value
         return out
-    same = sorted(m.line for m in starts if m.unit == u.unit)
-    if not same:
-        return {}
-    lo = same[0]
-    wk = next((m.worker for m in starts if m.unit == u.unit), None)
-    hi = min((m.line for m in starts if m.line > lo and m.unit != u.unit and m.worker == wk), default=None)
-    out = {}
-    for line, w, name, value in sc.fact_lines:
-        if line >= lo and (hi is None or line < hi) and (not w or wk is None or norm_id(w) == norm_id(wk)):
-            out[name] = value
-    return out
 
 
 def unit_facts(scans: Sequence[Any], units: Sequence[Unit]) -> None:
@@ -197,6 +214,7 @@ def unit_facts(scans: Sequence[Any], units: Sequence[Unit]) -> None:
     by_rel = {sc.rel: sc for sc in scans}
     names = sorted({n for p in providers for n in p.facts if fact_info(n).scope != "unit"})
     lent: dict[tuple[str, str | None, str], str | None] = {}
+    spans: dict[str, _Lines] = {}
     for u in units:
         sc = by_rel.get(u.source or "")
         mine = own_facts(sc.facts or {}, u.worker) if sc is not None else {}
@@ -212,5 +230,7 @@ def unit_facts(scans: Sequence[Any], units: Sequence[Unit]) -> None:
                 if value is not None:
                     out[name] = value
         if sc is not None:
-            out.update(_unit_scope(sc, u))
+            if sc.rel not in spans:
+                spans[sc.rel] = _Lines(sc)
+            out.update(spans[sc.rel].of(u))
         u.facts = out
