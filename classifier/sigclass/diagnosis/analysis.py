@@ -31,7 +31,6 @@ def compare(runs: Sequence[Run], ledger: Any) -> dict[str, Any]:
                 if n not in probe_facts:
                     probe_facts.append(n)
     names = [*CONTEXT, *[n for n in probe_facts if n not in CONTEXT]]
-    disc = discriminating(rows, names, prefer=probe_facts)
     rv = views(rows)
     skew = control_skew(rv, set(families))
     probes: list[dict[str, Any]] = []
@@ -44,6 +43,10 @@ def compare(runs: Sequence[Run], ledger: Any) -> dict[str, Any]:
             judged.append((p, e))
             probes.append(e)
         verdicts.append(verdict(fam, judged))
+    run_probes = [p for fam in families for p, e in zip(ledger[fam].probe_decls, [e for e in probes if e["family"] == fam])
+                  if e["status"] != "not-run"]
+    contrasted = [n for p in run_probes for n, _ in p.vary]
+    disc = discriminating(rows, names, prefer=probe_facts, always=contrasted)
     for e in probes:
         e.pop("evidence_family", None)
     if skew:

@@ -76,8 +76,10 @@ def _groups(name: str, values: list[str]) -> dict[str, str]:
     return out
 
 
-def discriminating(rows: Sequence[Row], names: Sequence[str], prefer: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The facts whose values separate failing units from clean ones, most certain first."""
+def discriminating(rows: Sequence[Row], names: Sequence[str], prefer: Sequence[str] = (),
+                   always: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The facts whose values separate failing units from clean ones, most certain first; the facts in `always`
+    (those a probe that was run varies) are listed with their p even above `ALPHA`."""
     found = []
     for name in names:
         known = [r for r in rows if name in r.facts]
@@ -97,7 +99,7 @@ def discriminating(rows: Sequence[Row], names: Sequence[str], prefer: Sequence[s
         for f, t in counts.values():
             best = min(best, fisher(f, t - f, fail - f, (total - t) - (fail - f)))
         p = min(1.0, best * (len(counts) if len(counts) > 2 else 1))
-        if p > ALPHA:
+        if p > ALPHA and name not in always:
             continue
         values = [{"value": v, "failed": c[0], "total": c[1]}
                   for v, c in sorted(counts.items(), key=lambda kv: (-kv[1][0] / kv[1][1], -kv[1][1], kv[0]))]
