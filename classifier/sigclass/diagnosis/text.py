@@ -21,6 +21,8 @@ def compare_text(c: Mapping[str, Any]) -> list[str]:
         for p in c["probes"]:
             runs = f"  [{', '.join(p['runs'])}]" if p["runs"] else ""
             out.append(f"  {p['status']:9} {p['family']}: {p['probe'].split(';')[0]}{runs}")
+    if not c["verdicts"] and c["not_comparable"]:
+        out.append("verdicts: none (the runs differ in facts a contrast keeps equal)")
     if c["verdicts"]:
         out.append("verdicts:")
         for v in c["verdicts"]:
