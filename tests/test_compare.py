@@ -319,3 +319,15 @@ def test_unit_facts_come_from_the_units_own_lines():
         p99 = part.split("p99=", 1)[1].split(" ", 1)[0]
         assert u.facts["prompt_tokens_p99"] == p99
         assert u.facts["gpu_model"] == "H100 80GB HBM3" and u.facts["host"] == "h100-node-03"
+
+
+def test_stats_lists_the_recorded_root_causes(story, tmp_path):
+    h = tmp_path / "h"
+    assert runner.invoke(app, ["runs", "-j", "1", "--history", str(h), str(story["sweep"])]).exit_code == 1
+    assert runner.invoke(app, ["compare", "-j", "1", "--history", str(h), str(story["sweep"]), str(story["a100"])]).exit_code == 1
+    r = runner.invoke(app, ["stats", str(h)])
+    assert r.exit_code == 0, r.output
+    assert "root causes confirmed or refuted" in r.output and "root-cause-confirmed" in r.output
+    data = json.loads(runner.invoke(app, ["stats", "--format", "json", str(h)]).output)
+    assert data["root_causes"][0]["family"] == H100
+    assert data["root_causes"][0]["runs"] == "sweep-0412, sweep-0412-a100"

@@ -82,11 +82,13 @@ def stats(
     fmt: Annotated[StatsFmt, typer.Option("--format", "-f", help="Output format.")] = StatsFmt.text,
 ) -> None:
     """Failure history: families over time, top fingerprints, first and last seen, families that came back."""
+    from sigclass.diagnosis.record import root_causes
     from sigclass.outputs import history as hs
 
     by_v = by.value if isinstance(by, Period) else str(by)
     try:
         got = hs.collect_stats(path, by=by_v, quiet_days=quiet_days, top=top)
+        got["root_causes"] = root_causes(path)
     except SigclassError as exc:
         err(exc)
         raise typer.Exit(2) from None

@@ -80,3 +80,9 @@ def append_verdicts(path: Path | str, comparison: Mapping[str, Any], *, now: dat
         tmp.unlink(missing_ok=True)
         raise InputError(f"{path}: cannot write the verdicts ({exc.strerror or exc})") from None
     return len(fresh), len(rows) - len(fresh)
+
+
+def root_causes(path: Path | str) -> pl.DataFrame:
+    """The recorded verdicts for `sigclass stats`: one row per verdict, its evidence runs as one string."""
+    df = read_verdicts(path)
+    return df.select("recorded_at", "record", "family", "points_to", pl.col("runs").list.join(", ")).sort("recorded_at")

@@ -291,4 +291,6 @@ def stats_text(stats: Mapping[str, pl.DataFrame], *, by: str, quiet_days: int) -
     out += ["", f"families per {by}:"] + _table(stats["over_time"])
     out += ["", "top fingerprints:"] + _table(stats["top_fingerprints"])
     out += ["", f"came back after at least {quiet_days} quiet days:"] + _table(stats["comebacks"])
+    if "root_causes" in stats and stats["root_causes"].height:
+        out += ["", "root causes confirmed or refuted by `sigclass compare`:"] + _table(stats["root_causes"])
     return out
