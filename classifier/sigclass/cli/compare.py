@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, Sigs
-from sigclass.cli.report import StatsFmt as CompareFmt  # text | json, as for `stats`
+from sigclass.cli.common import app, err, LedgerOpt, scan_config, Sigs
 from sigclass.errors import SigclassError
+
+
+class CompareFmt(str, Enum):
+    text = "text"
+    json = "json"
 
 
 @app.command()
@@ -20,14 +25,13 @@ def compare(
     fmt: Annotated[CompareFmt, typer.Option("--format", "-f", help="Output format.")] = CompareFmt.text,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
     ledger: LedgerOpt = None,
-    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.both,
+    signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     history: Annotated[Optional[Path], typer.Option("--history", help="Append confirmed and refuted verdicts to this history directory.")] = None,
 ) -> None:
     """Compare runs: discriminating facts with counts and p-values, probe outcomes, a verdict per family.
 
     Exit status: 2 if a run could not be read at all, else 1 if some unit failed or did not finish, else 0.
     """
-    from sigclass.cli.runs import scan_config
     from sigclass.diagnosis.analysis import compare as compare_runs
     from sigclass.diagnosis.text import compare_text
     from sigclass.runs.discover import plan_run
