@@ -111,6 +111,17 @@ def _engine(ledger: LedgerArg, signatures: str) -> _Engine:
         return eng
 
 
+_LOG_SUFFIX = (".log", ".txt", ".out", ".err", ".gz", ".zst", ".json", ".jsonl")
+
+
+def looks_like_path(s: str) -> bool:
+    """A one-word string with a directory part or a log file's suffix: meant as a path, not as log text."""
+    if not s or len(s) > _MAX_PATH_CHARS or any(ch.isspace() for ch in s.strip()) or "\0" in s:
+        return False
+    s = s.strip()
+    return "/" in s or os.sep in s or s.startswith("~") or s.lower().endswith(_LOG_SUFFIX)
+
+
 def _as_path(text_or_path: str | os.PathLike) -> str | None:
     """The path to read, or None when the argument is log text."""
     if isinstance(text_or_path, os.PathLike):
@@ -126,13 +137,16 @@ def _as_path(text_or_path: str | os.PathLike) -> str | None:
 
 
 def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = None,
-             signatures: str = SignatureMode.BOTH) -> Classification:
+             signatures: str = SignatureMode.BOTH, as_text: bool = False) -> Classification:
     """Classify the failures in a log.
 
     A ``pathlib.Path`` is always read as a file; a ``str`` naming an existing
     file is read as that file; any other ``str`` (or ``bytes``) is log text.
     ``ledger`` adds signature files or folders to the shipped pack;
     ``signatures`` is ``regex``, ``learned`` or ``both``.
+    A one-line ``str`` that looks like a path (``"trian.log"``) but names no
+    file raises InputError rather than being read as log text; pass
+    ``as_text=True`` to classify a ``str`` as log text whatever it looks like.
     Raises InputError when the file cannot be read.
     """
     if isinstance(text_or_path, (bytes, bytearray)):
@@ -140,7 +154,10 @@ def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = Non
     if not isinstance(text_or_path, (str, os.PathLike)):
         raise InputError(f"classify() takes log text or a path, not {type(text_or_path).__name__}")
     eng = _engine(ledger, signatures)
-    path = _as_path(text_or_path)
+    path = None if as_text and isinstance(text_or_path, str) else _as_path(text_or_path)
+    if path is None and not as_text and isinstance(text_or_path, str) and looks_like_path(text_or_path):
+        raise InputError(f"{text_or_path}: no such file; to classify this string as log text, "
+                         "call classify(text, as_text=True)")
     with _scan_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # what a warning says is in the result's problems too
         if path is None:

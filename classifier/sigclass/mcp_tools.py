@@ -272,7 +272,7 @@ class Tools:
             if size > c.max_text_bytes:
                 raise InputError(f"text is {_mib(size)}, over the limit of {_mib(c.max_text_bytes)} "
                                  "(--max-text-bytes); send the tail of the log, or a path to it")
-            result = api.classify(text, ledger=c.ledger, signatures=c.signatures)
+            result = api.classify(text, ledger=c.ledger, signatures=c.signatures, as_text=True)
             return result.to_dict()
         raw = args["path"]
         real = self.jail.resolve(raw)

@@ -51,10 +51,10 @@ def schema(
 @app.command()
 def mcp(
     *,
-    root: Annotated[Optional[list[Path]], typer.Option("--root", help="A directory the tools may read (repeatable; default: the working directory).")] = None,
-    max_bytes: Annotated[str, typer.Option("--max-bytes", help="Largest log file read, also per file of a run directory (e.g. 64M).")] = "64M",
-    max_text_bytes: Annotated[str, typer.Option("--max-text-bytes", help="Largest log text accepted inline (e.g. 16M).")] = "16M",
-    ledger: Annotated[Optional[list[Path]], typer.Option("--ledger", help="Extra ledger file or folder (repeatable); overrides shipped ids.")] = None,
+    root: Annotated[Optional[list[Path]], typer.Option("--root", metavar="DIR", help="A directory the tools may read (repeatable; default: the working directory).")] = None,
+    max_bytes: Annotated[str, typer.Option("--max-bytes", metavar="SIZE", help="Largest log file read, also per file of a run directory (e.g. 64M).")] = "64M",
+    max_text_bytes: Annotated[str, typer.Option("--max-text-bytes", metavar="SIZE", help="Largest log text accepted inline (e.g. 16M).")] = "16M",
+    ledger: Annotated[Optional[list[Path]], typer.Option("--ledger", metavar="PATH", help="Extra ledger file or folder (repeatable); overrides shipped ids.")] = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each refused call on stderr.")] = False,
 ) -> None:

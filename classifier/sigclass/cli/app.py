@@ -14,7 +14,7 @@ from sigclass.cli.common import app, err
 from sigclass.errors import SigclassError, SignatureError
 
 # Each command module registers its commands on `app` when imported.
-from sigclass.cli import agent, compare, learn, ledger, report, runs, scan  # noqa: F401
+from sigclass.cli import agent, compare, completion, learn, ledger, report, runs, scan  # noqa: F401
 
 
 def main() -> None:

@@ -11,18 +11,22 @@ import warnings
 import typer
 
 from sigclass import __version__
+from sigclass.cli.group import App, DEFAULT_COMMAND
 from sigclass.errors import SigclassError
+from sigclass.outputs.colour import When
 from sigclass.vocab import SignatureMode
 
-app = typer.Typer(
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_show_locals=False,
-    pretty_exceptions_enable=False,
+app = App(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=False,
-    help="Classify failures in ML/GPU run logs against a ledger of known gotchas.",
+    default_command=DEFAULT_COMMAND,
+    subcommand_metavar="[FILE]... | COMMAND [ARGS]...",
+    help="Classify failures in ML/GPU run logs against a ledger of known gotchas.\n\n"
+         "With no command, sigclass scans the FILEs given, or standard input, with the options of "
+         "`sigclass scan`: `make 2>&1 | sigclass`, `sigclass -f json < x.log`, `sigclass train.log`.",
 )
-ledger_app = typer.Typer(help="List, lint and render the signature ledger.", no_args_is_help=True)
+ledger_app = App(help="List, lint and render the signature ledger.", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -48,7 +52,8 @@ def version_option(value: bool) -> None:
         raise typer.Exit()
 
 
-LedgerOpt = Annotated[Optional[list[Path]], typer.Option("--ledger", help="Extra ledger file or folder (repeatable); overrides shipped ids.")]
+ColorOpt = Annotated[When, typer.Option("--color", "--colour", help="Colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.")]
+LedgerOpt = Annotated[Optional[list[Path]], typer.Option("--ledger", metavar="PATH", help="Extra ledger file or folder (repeatable); overrides shipped ids.")]
 
 
 def load_ledger_or_exit(extra: list[Path] | None):

@@ -14,7 +14,7 @@ import typer
 from sigclass.cli.common import app, err, LedgerOpt, load_ledger_or_exit
 from sigclass.errors import ModelError, SigclassError
 
-CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
+CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", metavar="DIR", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
 NoShippedOpt = Annotated[bool, typer.Option("--no-shipped-corpus", help="Use only the --corpus folders.")]
 
 
@@ -57,10 +57,10 @@ def _fail(exc: Exception) -> None:
 def train(
     *,
     corpus: CorpusOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: the per-user data folder).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Model file to write (default: the per-user data folder).")] = None,
     no_shipped_corpus: NoShippedOpt = False,
     pin: Annotated[bool, typer.Option("--pin", help="Also pin the file's sha256 as the shipped model (only for classifier/sigclass/data/model.joblib).")] = False,
-    folds: Annotated[int, typer.Option(help="Cross-validation folds used to choose the abstain threshold.", min=2)] = 5,
+    folds: Annotated[int, typer.Option(metavar="N", help="Cross-validation folds used to choose the abstain threshold.", min=2)] = 5,
     ledger: LedgerOpt = None,
 ) -> None:
     """Train the learned signatures on the corpus and write a verified model file."""
@@ -109,9 +109,9 @@ def eval_(
     *,
     corpus: CorpusOpt = None,
     no_shipped_corpus: NoShippedOpt = False,
-    folds: Annotated[int, typer.Option(help="Number of stratified folds (by file).", min=2)] = 5,
+    folds: Annotated[int, typer.Option(metavar="N", help="Number of stratified folds (by file).", min=2)] = 5,
     score_dirs: Annotated[Optional[list[Path]], typer.Option(
-        "--score", help="Also score this labelled folder with the model trained here (repeatable).")] = None,
+        "--score", metavar="DIR", help="Also score this labelled folder with the model trained here (repeatable).")] = None,
     fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
     ledger: LedgerOpt = None,
 ) -> None:
@@ -206,9 +206,9 @@ def _rich_eval(res) -> None:
 def suggest(
     paths: Annotated[list[Path], typer.Argument(help="Log files or run directories.")],
     *,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the draft ledger files.")] = Path("drafts"),
-    top: Annotated[int, typer.Option(help="Write drafts for this many groups at most.", min=1)] = 5,
-    min_count: Annotated[int, typer.Option(help="Smallest group worth a draft.", min=1)] = 2,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Folder for the draft ledger files.")] = Path("drafts"),
+    top: Annotated[int, typer.Option(metavar="N", help="Write drafts for this many groups at most.", min=1)] = 5,
+    min_count: Annotated[int, typer.Option(metavar="N", help="Smallest group worth a draft.", min=1)] = 2,
     corpus: CorpusOpt = None,
     no_shipped_corpus: NoShippedOpt = False,
     fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,

@@ -45,7 +45,7 @@ def ledger_lint(
 @ledger_app.command("render")
 def ledger_render(
     ledger: LedgerOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write to this file instead of stdout.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Write the ledger as a gotchas markdown document (for people and agent rule files)."""
     from sigclass.authoring.markdown import ledger_markdown

@@ -27,14 +27,14 @@ class StatsFmt(str, Enum):
 def report(
     dirs: Annotated[list[str], typer.Argument(help="Run directories; each one is a run.", metavar="DIR...")],
     *,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
-    title: Annotated[Optional[str], typer.Option(help="Page title (default: the run names).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
-    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", help="Regex on a log's path inside its run; its group names the unit.")] = None,
-    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", help="Regex on a log's path inside its run; its group names the worker.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")] = Path("report.html"),
+    title: Annotated[Optional[str], typer.Option(metavar="TEXT", help="Page title (default: the run names).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")] = None,
+    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the worker.")] = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
+    model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
 ) -> None:
     """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems.
 
@@ -77,8 +77,8 @@ def stats(
     path: Annotated[Path, typer.Argument(help="A history directory written by `sigclass runs ... --history PATH`.")],
     *,
     by: Annotated[Period, typer.Option("--by", help="Group families over time per day or per week (UTC).")] = Period.day,
-    quiet_days: Annotated[int, typer.Option("--quiet-days", min=1, help="Flag a family seen again after this many days without it.")] = 7,
-    top: Annotated[int, typer.Option("--top", min=1, help="How many fingerprints to list.")] = 10,
+    quiet_days: Annotated[int, typer.Option("--quiet-days", metavar="N", min=1, help="Flag a family seen again after this many days without it.")] = 7,
+    top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="How many fingerprints to list.")] = 10,
     fmt: Annotated[StatsFmt, typer.Option("--format", "-f", help="Output format.")] = StatsFmt.text,
 ) -> None:
     """Failure history: families over time, top fingerprints, first and last seen, families that came back."""

@@ -46,15 +46,15 @@ def runs(
     dirs: Annotated[list[str], typer.Argument(help="Run directories; each one is a run.", metavar="DIR...")],
     *,
     fmt: Annotated[RunsFmt, typer.Option("--format", "-f", help="Output format (csv/parquet: the units table).")] = RunsFmt.text,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write to this file instead of stdout (parquet needs it).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
-    dask: Annotated[Optional[str], typer.Option("--dask", help="Run the scans on this dask.distributed scheduler (tcp://HOST:PORT).")] = None,
-    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", help="Regex on a log's path inside its run; its group names the unit.")] = None,
-    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", help="Regex on a log's path inside its run; its group names the worker.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write to this file instead of stdout (parquet needs it).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    dask: Annotated[Optional[str], typer.Option("--dask", metavar="URL", help="Run the scans on this dask.distributed scheduler (tcp://HOST:PORT).")] = None,
+    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")] = None,
+    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the worker.")] = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
-    history: Annotated[Optional[Path], typer.Option("--history", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
+    model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
+    history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
 ) -> None:
     """Post-mortem of run directories: root faults, what each took down, and systematic faults.
 

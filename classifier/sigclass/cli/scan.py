@@ -10,33 +10,34 @@ import warnings
 
 import typer
 
-from sigclass.cli.common import app, err, version_option, Fmt, LedgerOpt, load_ledger_or_exit, Sigs
+from sigclass.cli.common import app, ColorOpt, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs, version_option
 from sigclass.errors import InputError, ModelError, SigclassError
+from sigclass.outputs.colour import When
 from sigclass.scan.factory import build_scanner
 
 
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", callback=version_option, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=version_option, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
-    """With no command, scan standard input: `... | sigclass`."""
-    if ctx.invoked_subcommand is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            typer.echo(ctx.get_help())
-            raise typer.Exit(2)
-        scan(paths=None)
+    """With no command, scan the files given or standard input: `... | sigclass`."""
+    if ctx.invoked_subcommand is None:  # only on a terminal with nothing to read: say how to use it
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
 
 
 @app.command()
 def scan(
-    paths: Annotated[Optional[list[str]], typer.Argument(help="Log files (plain, .gz, .zst); '-' or nothing for stdin.")] = None,
+    paths: Annotated[Optional[list[str]], typer.Argument(metavar="FILE", help="Log files (plain, .gz, .zst); '-' or nothing for stdin.")] = None,
     *,
     fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on stdout; the exit status says whether a failure was found.")] = False,
+    color: ColorOpt = When.auto,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    model: Annotated[Optional[Path], typer.Option(help="A model file trained by `sigclass train` on this machine.")] = None,
-    engine: Annotated[Optional[str], typer.Option(help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
+    model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
+    engine: Annotated[Optional[str], typer.Option(metavar="ENGINE", help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
 ) -> None:
     """Scan logs and print one finding per failure, as soon as each failure ends."""
     from sigclass.outputs.findings import Writer
@@ -52,7 +53,8 @@ def scan(
     except KeyError:
         err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
         raise typer.Exit(2) from None
-    writer = Writer(fmt_v)
+    writer = Writer(fmt_v, stream=NullStream() if quiet else None, colour=color)
+    lines = 0
     problems: list[str] = []
     input_error = bad
     found = False
@@ -87,8 +89,31 @@ def scan(
         if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
             input_error = True
         found = found or bool(res.findings)
+        lines += res.lines
     writer.close(problems)
+    if not found and not quiet and fmt_v == "text" and not input_error and _terminal(sys.stderr):
+        err(f"no failures found in {lines} line{'s' if lines != 1 else ''}")
     raise typer.Exit(2 if input_error else 1 if found else 0)
+
+
+class NullStream:
+    """Where `-q` sends the findings."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 @app.command()

@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, IO
 
+from sigclass.outputs.colour import Paint, wanted
 from sigclass.records import Finding
 from sigclass.vocab import Method, Role, Status, UNKNOWN
 
 
-def use_colour(stream: IO[str]) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+def use_colour(stream: IO[str], when: str = "auto") -> bool:
+    return wanted(stream, when)
 
 
-class _Paint:
-    def __init__(self, on: bool) -> None:
-        self.on = on
-
-    def __call__(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.on else text
-
-
-def finding_text(f: Finding, paint: _Paint) -> str:
+def finding_text(f: Finding, paint: Paint) -> str:
     where = f"{f.source}:{f.line}"
     if f.end_line != f.line:
         where += f"-{f.end_line}"
@@ -73,10 +58,10 @@ def finding_text(f: Finding, paint: _Paint) -> str:
 class Writer:
     """Streams findings as they are found; folds repeats for text and json."""
 
-    def __init__(self, fmt: str, stream: IO[str] | None = None) -> None:
+    def __init__(self, fmt: str, stream: IO[str] | None = None, colour: str = "auto") -> None:
         self.fmt = fmt
         self.stream = stream or sys.stdout
-        self.paint = _Paint(use_colour(self.stream) and fmt == "text")
+        self.paint = Paint(use_colour(self.stream, colour) and fmt == "text")
         self.seen: dict[tuple[str, str, str], Finding] = {}
         self.all: list[Finding] = []
 
