@@ -84,12 +84,18 @@ def test_classify_path_and_str_path_read_the_file(tmp_path: Path):
     assert by_path.findings[0].lines == (2, 7)
 
 
-def test_str_that_is_not_an_existing_path_is_text(tmp_path: Path):
+def test_str_that_looks_like_a_missing_path_is_refused_not_read_as_text(tmp_path: Path):
     missing = tmp_path / "nope.log"
-    assert sigclass.classify(str(missing)).findings == ()  # text with no failure in it
+    for s in (str(missing), "trian.log", "runs/gpu0.out"):
+        with pytest.raises(InputError, match="no such file") as got:
+            sigclass.classify(s)
+        assert s in str(got.value) and "as_text=True" in str(got.value)
+    assert sigclass.classify("trian.log", as_text=True).findings == ()  # explicitly text: no failure in it
+    assert sigclass.classify(OOM.strip().splitlines()[-1]).families == ("cuda-oom",)  # one line of log is text
     with pytest.raises(InputError, match="no such file"):
         sigclass.classify(missing)  # a Path is always a path
     assert sigclass.classify(OOM.encode()).families == ("cuda-oom",)  # bytes are text
+    assert sigclass.classify(b"trian.log").findings == ()  # even when they look like a path
 
 
 def test_a_path_named_dash_is_never_stdin(tmp_path: Path, monkeypatch):

@@ -586,7 +586,7 @@ def score_runs(truth: dict, got_runs: list[dict]) -> tuple[dict[str, tuple[int, 
             miss.append(f"{name}: systematic {have} != {want}")
         for junk in t.get("junk", []):
             tot["junk"] += 1
-            if any(junk in p for p in g["problems"]):
+            if any(junk in (p["path"] or "") or junk in p["message"] for p in g["problems"]):
                 hit["junk"] += 1
             else:
                 miss.append(f"{name}: {junk} is not reported as a problem")

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Sequence, Union
 import warnings
 
 from sigclass.errors import InputError, Problem, SignatureError
+from sigclass.problems import ProblemLine
 from sigclass.records import fold
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, Comparison, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit,
@@ -151,6 +152,7 @@ def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = Non
     """
     if isinstance(text_or_path, (bytes, bytearray)):
         text_or_path = bytes(text_or_path).decode("utf-8", "replace")
+        as_text = True
     if not isinstance(text_or_path, (str, os.PathLike)):
         raise InputError(f"classify() takes log text or a path, not {type(text_or_path).__name__}")
     eng = _engine(ledger, signatures)
@@ -165,7 +167,7 @@ def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = Non
         else:
             res = eng.scanner.scan(path, live=False)
     findings = tuple(FindingRecord.from_finding(f) for f in fold(res.findings))
-    problems = tuple(dict.fromkeys((*eng.notes, *res.problems)))
+    problems = tuple(ProblemLine(p) for p in dict.fromkeys((*eng.notes, *res.problems)))
     return Classification(res.source, findings, problems)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from sigclass.problems import to_dicts
 from sigclass.vocab import Role, UnitRole, UnitStatus
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ STATUSES = tuple(UnitStatus)
 # (results.py) both write exactly these keys.
 UNIT_KEYS = ("unit", "worker", "status", "family", "role", "root", "time", "fingerprint", "evidence", "source", "line")
 ROOT_FAULT_KEYS = ("unit", "worker", "family", "time", "fingerprint", "victims", "evidence", "source", "line",
-                   "mitigation", "probes", "notes")
+                   "mitigation", "probes", "notes", "caveats", "superseded_by")
 RUN_KEYS = ("run", "path", "units", "roots", "systematic", "problems", "summary")
 
 
@@ -152,6 +153,8 @@ class RootFault:
     mitigation: str = ""
     probes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # red-herring / superseded notes
+    caveats: list[str] = field(default_factory=list)  # the ledger's caveats of the family, whole
+    superseded_by: list[dict[str, str]] = field(default_factory=list)  # {id, note}: the fix to try first
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, ROOT_FAULT_KEYS)
@@ -191,7 +194,7 @@ class Run:
         return any(u.status != UnitStatus.OK for u in self.units)
 
     def to_dict(self) -> dict[str, Any]:
-        return shape(self, RUN_KEYS)
+        return {**shape(self, RUN_KEYS), "problems": to_dicts(self.problems)}
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from sigclass.errors import InputError
+from sigclass.problems import from_dict as problem_from_dict, ProblemLine, to_dicts
 from sigclass.records import Finding, FINDING_KEYS, ROOT_FAULT_KEYS, RUN_KEYS, shape, systematic_dict, UNIT_KEYS
 from sigclass.vocab import UnitStatus
 
@@ -86,7 +87,7 @@ class Classification:
 
     source: str
     findings: tuple[FindingRecord, ...]
-    problems: tuple[str, ...] = ()
+    problems: tuple[ProblemLine, ...] = ()  # each a line (`str`) with .path, .kind and .message
 
     @property
     def roots(self) -> tuple[FindingRecord, ...]:
@@ -102,10 +103,12 @@ class Classification:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Classification:
-        return cls(d["source"], tuple(FindingRecord.from_dict(f) for f in d["findings"]), tuple(d.get("problems", ())))
+        return cls(d["source"], tuple(FindingRecord.from_dict(f) for f in d["findings"]),
+                   tuple(problem_from_dict(p) for p in d.get("problems", ())))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "findings": [f.to_dict() for f in self.findings], "problems": list(self.problems)}
+        return {"source": self.source, "findings": [f.to_dict() for f in self.findings],
+                "problems": to_dicts(self.problems)}
 
 
 @dataclass(frozen=True)
@@ -215,12 +218,15 @@ class RootFault:
     mitigation: str
     probes: tuple[str, ...]
     notes: tuple[str, ...]
+    caveats: tuple[str, ...] = ()
+    superseded_by: tuple[Mapping[str, str], ...] = ()  # {id, note}: the fix to try first
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RootFault:
         return cls(d["unit"], d["worker"], d["family"], d["time"], d["fingerprint"], tuple(d["victims"]),
                    tuple(d["evidence"]), d["source"], d["line"], d["mitigation"], tuple(d["probes"]),
-                   tuple(d["notes"]))
+                   tuple(d["notes"]), tuple(d.get("caveats", ())),
+                   tuple(dict(s) for s in d.get("superseded_by", ())))
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, ROOT_FAULT_KEYS)
@@ -251,7 +257,7 @@ class RunAnalysis:
     units: tuple[RunUnit, ...]
     roots: tuple[RootFault, ...]
     systematic: tuple[SystematicFault, ...]
-    problems: tuple[str, ...]
+    problems: tuple[ProblemLine, ...]  # each a line (`str`) with .path, .kind and .message
     summary: str
 
     @property
@@ -264,11 +270,11 @@ class RunAnalysis:
             run=d["run"], path=d.get("path", d["run"]), units=tuple(RunUnit.from_dict(u) for u in d["units"]),
             roots=tuple(RootFault.from_dict(r) for r in d["roots"]),
             systematic=tuple(SystematicFault.from_dict(s) for s in d["systematic"]),
-            problems=tuple(d["problems"]), summary=d["summary"],
+            problems=tuple(problem_from_dict(p) for p in d["problems"]), summary=d["summary"],
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return shape(self, RUN_KEYS)
+        return {**shape(self, RUN_KEYS), "problems": to_dicts(self.problems)}
 
 
 @dataclass(frozen=True)
@@ -281,7 +287,7 @@ class Comparison:
     probes: tuple[dict[str, Any], ...]
     verdicts: tuple[dict[str, Any], ...]
     not_comparable: tuple[dict[str, Any], ...]
-    problems: tuple[str, ...] = ()
+    problems: tuple[ProblemLine, ...] = ()  # each a line (`str`) with .path, .kind and .message
 
     def verdict(self, family: str) -> dict[str, Any] | None:
         return next((v for v in self.verdicts if v["family"] == family), None)
@@ -289,9 +295,10 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {"runs": list(self.runs), "units": self.units, "discriminating": [dict(d) for d in self.discriminating],
                 "probes": [dict(p) for p in self.probes], "verdicts": [dict(v) for v in self.verdicts],
-                "not_comparable": [dict(n) for n in self.not_comparable], "problems": list(self.problems)}
+                "not_comparable": [dict(n) for n in self.not_comparable], "problems": to_dicts(self.problems)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Comparison":
         return cls(tuple(d["runs"]), int(d["units"]), tuple(d["discriminating"]), tuple(d["probes"]),
-                   tuple(d["verdicts"]), tuple(d["not_comparable"]), tuple(d.get("problems", ())))
+                   tuple(d["verdicts"]), tuple(d["not_comparable"]),
+                   tuple(problem_from_dict(p) for p in d.get("problems", ())))

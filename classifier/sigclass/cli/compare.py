@@ -50,7 +50,9 @@ def compare(
             for prob in run.problems:
                 err(f"{run.run}: {prob}")
     if (fmt.value if isinstance(fmt, CompareFmt) else str(fmt)) == "json":
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        from sigclass.problems import to_dicts
+
+        typer.echo(json.dumps({**result, "problems": to_dicts(result.get("problems", []))}, indent=2, ensure_ascii=False))
     else:
         for line in compare_text(result):
             typer.echo(line)

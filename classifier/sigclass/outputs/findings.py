@@ -7,6 +7,7 @@ import sys
 from typing import Any, IO
 
 from sigclass.outputs.colour import Paint, wanted
+from sigclass.problems import to_dicts
 from sigclass.records import Finding
 from sigclass.vocab import Method, Role, Status, UNKNOWN
 
@@ -87,7 +88,7 @@ class Writer:
 
         if self.fmt == "json":
             folded = fold([_copy(f) for f in self.all])
-            doc = {"findings": [f.to_dict() for f in folded], "problems": problems}
+            doc = {"findings": [f.to_dict() for f in folded], "problems": to_dicts(problems)}
             if summary:
                 doc["summary"] = summary
             self._write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")

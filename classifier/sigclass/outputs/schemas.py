@@ -15,6 +15,7 @@ import copy
 from enum import StrEnum
 from typing import Any
 
+from sigclass.problems import KIND_NAMES
 from sigclass.vocab import Method, Role, Status, UnitRole, UnitStatus
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -28,6 +29,15 @@ def _values(vocab: type[StrEnum]) -> list[str]:
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _NULL_STR = {"type": ["string", "null"]}
+_PROBLEM = {
+    "type": "object",
+    "required": ["path", "kind", "message"],
+    "properties": {
+        "path": {**_NULL_STR, "description": "The file the problem is about (null: not about one file)."},
+        "kind": {"enum": list(KIND_NAMES)},
+        "message": {"type": "string", "description": "What happened and what was done, for people."},
+    },
+}
 _SUPERSEDE = {
     "type": "object",
     "required": ["id", "note"],
@@ -158,7 +168,7 @@ CLASSIFICATION: dict[str, Any] = {
     "properties": {
         "source": {"type": "string"},
         "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
-        "problems": _STR_LIST,
+        "problems": {"type": "array", "items": _PROBLEM},
     },
     "$defs": {"finding": {k: v for k, v in FINDING.items() if not k.startswith("$")}},
 }
@@ -190,6 +200,8 @@ _ROOT_PROPS: dict[str, Any] = {
     "mitigation": {"type": "string"},
     "probes": _STR_LIST,
     "notes": {**_STR_LIST, "description": "Red-herring and superseded-by notes from the ledger."},
+    "caveats": {**_STR_LIST, "description": "The ledger's caveats of the family, whole."},
+    "superseded_by": {"type": "array", "items": _SUPERSEDE, "description": "Fixes to try first, with why."},
 }
 _RUN_PROPS: dict[str, Any] = {
     "run": {"type": "string", "description": "The run's name (its directory's base name)."},
@@ -201,7 +213,7 @@ _RUN_PROPS: dict[str, Any] = {
         "description": "One family striking several workers separately.",
         "items": {"$ref": "#/$defs/systematic"},
     },
-    "problems": {**_STR_LIST, "description": "Files that could not be read, and why."},
+    "problems": {"type": "array", "items": _PROBLEM, "description": "Files that could not be read, and why."},
     "summary": {"type": "string", "description": "One-line headline of the run."},
 }
 
@@ -275,7 +287,7 @@ COMPARISON: dict[str, Any] = {
             "properties": {"fact": {"type": "string"}, "values": {"type": "array", "items": {"type": "string"}},
                            "runs": {"type": "array", "items": {"type": "string"}}},
         }},
-        "problems": {"type": "array", "items": {"type": "string"}},
+        "problems": {"type": "array", "items": _PROBLEM},
     },
 }
 

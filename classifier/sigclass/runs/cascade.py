@@ -88,6 +88,7 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
         out.append(RootFault(
             r.unit, r.worker, r.family or UNKNOWN, r.time, r.fingerprint, [v.unit for v in vs], list(r.evidence),
             r.source, r.line, f.mitigation if f else "", list(f.probes) if f else [], notes,
+            list(f.caveats) if f else [], [dict(x) for x in f.superseded_by] if f else [],
         ))
     return out
 

@@ -195,6 +195,8 @@ def render_run(run_idx: int, run: Mapping[str, Any], families: Mapping[str, Mapp
 
 def _problem_text(p: Any) -> str:
     if isinstance(p, Mapping):
+        if "message" in p:  # a problem record: the line people read
+            return f"{p['path']}: {p['message']}" if p.get("path") else str(p["message"])
         return " ".join(f"{k}={v}" for k, v in p.items())
     return str(p)
 
