@@ -181,7 +181,7 @@ def test_classification_round_trips():
 
 def test_finding_record_has_the_keys_of_a_scan_finding():
     f = sigclass.classify(OOM).findings[0]
-    assert set(f.to_dict()) == set(FINDING_KEYS) | {"facts"}
+    assert set(f.to_dict()) == set(FINDING_KEYS) | {"facts", "workers"}
     with pytest.raises(InputError, match="not a finding"):
         api.FindingRecord.from_dict({"family": "x"})
 
@@ -277,10 +277,12 @@ def test_schemas_are_valid_draft_2020_12(name: str):
 
 
 def test_schemas_describe_every_emitted_field():
-    assert set(schemas.FINDING["properties"]) == set(FINDING_KEYS) | {"facts"}
+    assert set(schemas.FINDING["properties"]) == set(FINDING_KEYS) | {"facts", "workers"}
     assert set(schemas.GOTCHA["properties"]) == set(api.get_ledger()["cuda-oom"].to_dict())
     run_keys = set(api.RunAnalysis("r", "p", (), (), (), (), "").to_dict())
     assert set(schemas.RUN["properties"]) == run_keys
+    root = api.RootFault("1", None, "cuda-oom", None, None, (), (), None, None, "", (), ())
+    assert set(schemas.RUN["$defs"]["root"]["properties"]) == set(root.to_dict())
 
 
 def test_schema_rejects_a_wrong_finding():

@@ -67,7 +67,7 @@ def test_scan_json_folds_repeats(logs):
 def test_scan_text_for_people(logs):
     r = runner.invoke(app, ["scan", str(logs["bad"])])
     assert r.exit_code == 1, r.output
-    assert "cuda-oom" in r.stdout and "do: " in r.stdout and "repeated x2" in r.stdout
+    assert "cuda-oom" in r.stdout and "do: " in r.stdout and "repeated ×2" in r.stdout
     assert "\x1b[" not in r.stdout  # no colour off a TTY
 
 

@@ -446,11 +446,14 @@ def test_text_format():
     assert lines[0] == ("worker-files: 4/7 shards lost: 2 root faults of segfault on 2 of 2 workers (systematic), "
                         "2 cascade victims")
     assert lines[1] == "  systematic: segfault struck 2 of 2 workers separately"
-    assert lines[2].split() == ["worker-1", "shard", "6", "09:02:01", "segfault", "->", "no", "other", "unit", "lost"]
-    assert any(ln.split()[:4] == ["worker-0", "shard", "4", "09:04:00"] and ln.endswith("lost 2 queued shards (7, 8)")
+    assert lines[2].split() == ["WORKER", "SHARD", "TIME", "ROOT", "FAULT", "LOST"]
+    assert lines[3].split() == ["worker-1", "6", "09:02:01", "segfault", "no", "other", "unit", "lost"]
+    assert any(ln.split()[:3] == ["worker-0", "4", "09:04:00"] and ln.endswith("lost 2 queued shards (7, 8)")
                for ln in lines)
-    assert any(ln.strip().startswith("do: ") for ln in lines) and any("first check: " in ln for ln in lines)
+    assert any(ln.strip().startswith("do: ") for ln in lines) and any(ln.strip().startswith("check: ") for ln in lines)
+    assert "  re-queue 4 shards (4, 6-8) after applying the segfault fix (its do: above)" in lines
     assert "clean: all 2 shards ok" in lines
+    assert lines[-1] == "total: 2 runs, 4/9 units lost, 2 root faults"
 
 
 def test_text_notes_superseded_explanations(tmp_path: Path):
@@ -462,7 +465,10 @@ def test_text_notes_superseded_explanations(tmp_path: Path):
                                     + "".join(warn.format(m) for m in range(0, 6)))
     res = runner.invoke(app, ["runs", "-j", "1", str(d)])
     assert "vllm-engine-hang" in res.stdout
-    assert "note: superseded by tokenizer-reload-per-call" in res.stdout
+    text = " ".join(res.stdout.split())  # wrapped between words
+    assert "try first: tokenizer-reload-per-call, before this family's fix: For the stall where" in text
+    assert "the confirmed cause was the client reloading the tokenizer for every prompt;" in text
+    assert "re-queue 1 shard (5) after applying tokenizer-reload-per-call's fix" in text
 
 
 def test_jsonl_format_one_object_per_run():

@@ -47,14 +47,20 @@ class Finding:
     block: list[str] = field(default_factory=list)  # the normalised failure block
     facts: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. a condition met by a fact another worker printed
+    workers: list[str] = field(default_factory=list)  # every worker of the folded repeats, first seen first
 
     def to_dict(self, *, block: bool = False) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in FINDING_KEYS}
         d["lines"] = list(self.lines) or [self.line]
+        d["workers"] = self.all_workers()
         d["facts"] = dict(self.facts)
         if block:
             d["block"] = list(self.block)
         return d
+
+    def all_workers(self) -> list[str]:
+        """The workers this finding (and the repeats folded into it) came from."""
+        return list(self.workers) or ([self.worker] if self.worker is not None else [])
 
     def pointer(self) -> dict[str, Any]:
         return {"source": self.source, "line": self.line, "family": self.family,
@@ -70,11 +76,13 @@ def fold(findings: list[Finding]) -> list[Finding]:
         first = seen.get(key)
         if first is None:
             f.lines = list(f.lines) or [f.line]
+            f.workers = f.all_workers()
             seen[key] = f
             out.append(f)
         else:
             first.count += f.count
             first.lines.extend(f.lines or [f.line])
+            first.workers.extend(w for w in f.all_workers() if w not in first.workers)
             first.end_line = max(first.end_line, f.end_line)
     return out
 

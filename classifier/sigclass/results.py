@@ -40,6 +40,7 @@ class FindingRecord:
     root: Mapping[str, Any] | None
     unit: str | None
     facts: Mapping[str, str] = field(default_factory=dict)
+    workers: tuple[str, ...] = ()  # every worker of the folded repeats
 
     @property
     def known(self) -> bool:
@@ -64,6 +65,7 @@ class FindingRecord:
             supersedes=tuple(dict(s) for s in d["supersedes"]),
             superseded_by=tuple(dict(s) for s in d["superseded_by"]),
             root=dict(d["root"]) if d["root"] is not None else None, unit=d["unit"], facts=dict(d["facts"]),
+            workers=tuple(d.get("workers") or ([d["worker"]] if d["worker"] is not None else [])),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,7 +79,7 @@ class FindingRecord:
             "supersedes": [dict(s) for s in self.supersedes],
             "superseded_by": [dict(s) for s in self.superseded_by],
             "root": dict(self.root) if self.root is not None else None, "unit": self.unit,
-            "facts": dict(self.facts),
+            "facts": dict(self.facts), "workers": list(self.workers),
         }
 
 

@@ -16,7 +16,8 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from sigclass.cli.common import app, append_history, err, LedgerOpt, scan_config, Sigs
+from sigclass.cli.common import app, append_history, ColorOpt, err, LedgerOpt, scan_config, Sigs
+from sigclass.outputs.colour import When
 from sigclass.errors import SigclassError
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
@@ -54,6 +55,8 @@ def runs(
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on stdout; the exit status says whether a unit was lost.")] = False,
+    color: ColorOpt = When.auto,
     history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
 ) -> None:
     """Post-mortem of run directories: root faults, what each took down, and systematic faults.
@@ -64,7 +67,8 @@ def runs(
     from sigclass.runs.discover import plan_run
     from sigclass.runs.layouts import Layout
     from sigclass.runs.parallel import dask_backend, iter_runs
-    from sigclass.runs.summary import render_run, render_text
+    from sigclass.outputs.colour import Paint, wanted
+    from sigclass.outputs.runs_text import RunsText
 
     fmt_v = fmt.value if isinstance(fmt, RunsFmt) else str(fmt)
     if fmt_v == "parquet" and out is None:
@@ -90,7 +94,11 @@ def runs(
         err(f"{out}: cannot write ({exc.strerror or exc})")
         raise typer.Exit(2) from None
 
+    text = RunsText(Paint(fmt_v == "text" and sink is None and wanted(sys.stdout, color)))
+
     def write(line: str) -> None:
+        if quiet:
+            return
         if sink is None:
             typer.echo(line)
         else:
@@ -110,7 +118,7 @@ def runs(
                 if not streaming:
                     kept.append(run)
                     continue
-                for line in (render_run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
+                for line in (text.run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
                     write(line)
                 if fmt_v == "jsonl" and not run.readable:
                     for prob in run.problems:
@@ -118,8 +126,9 @@ def runs(
         if not streaming:
             batch = Batch(kept)
             if fmt_v == "text":
-                for line in render_text(batch):
-                    write(line)
+                for run in batch.runs:
+                    for line in text.run(run):
+                        write(line)
             elif fmt_v == "jsonl":
                 for r in batch.runs:
                     write(json.dumps(r.to_dict(), ensure_ascii=False))
@@ -129,10 +138,15 @@ def runs(
                 from sigclass.outputs import tables
 
                 if out is None:
-                    sys.stdout.write(tables.units_csv(batch.runs))
+                    if not quiet:
+                        sys.stdout.write(tables.units_csv(batch.runs))
                     sys.stdout.flush()
                 else:
                     tables.write_units(batch.runs, out, fmt_v)
+        if fmt_v == "text":
+            for line in text.total():
+                write(line)
+        if not streaming:
             for run in batch.runs:
                 if not run.readable or fmt_v in ("csv", "parquet"):
                     for prob in run.problems:

@@ -7,6 +7,7 @@ import sys
 from typing import Any, IO
 
 from sigclass.outputs.colour import Paint, wanted
+from sigclass.outputs.prose import clip_evidence, terms, wrap
 from sigclass.problems import to_dicts
 from sigclass.records import Finding
 from sigclass.vocab import Method, Role, Status, UNKNOWN
@@ -35,22 +36,25 @@ def finding_text(f: Finding, paint: Paint) -> str:
     out = ["  ".join(head)]
     if f.role == Role.SECONDARY and f.root:
         # a cascade victim: what it printed and whose victim it is; the advice is the root's
-        out.append(paint(f"  > {f.evidence[-1][:200]}", "2") if f.evidence else "")
+        out.append(paint(f"  > {clip_evidence(f.evidence[-1])}", "2") if f.evidence else "")
         out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
         return "\n".join(x for x in out if x)
     if f.family != UNKNOWN:
         out.append(f"  {f.title}")
+    keep = [*terms(f.probes), *f.facts.values()]
     for ev in f.evidence[:3]:
-        out.append(paint(f"  > {ev[:200]}", "2"))
+        out.append(paint(f"  > {clip_evidence(ev, keep)}", "2"))
+    # the ledger's prose is whole, wrapped between words
     if f.mitigation:
-        out.append(f"  do: {f.mitigation}")
+        out.extend(wrap(f.mitigation, "  ", "do: "))
     if f.probes:
         out.append("  first check:")
-        out.extend(f"    - {x}" for x in f.probes)
+        for x in f.probes:
+            out.extend(wrap(x, "    ", "- "))
     for c in f.caveats:
-        out.append(paint(f"  caveat: {c}", "35"))
+        out.extend(paint(x, "35") for x in wrap(c, "  ", "caveat: "))
     for s in f.superseded_by:
-        out.append(f"  superseded by {s['id']}: {s['note']}")
+        out.extend(wrap(s["note"], "  ", f"superseded by {s['id']}: "))
     if f.family == UNKNOWN:
         out.append(f"  fingerprint {f.fingerprint} (no signature; `sigclass suggest` drafts one)")
     return "\n".join(out)
@@ -97,11 +101,20 @@ class Writer:
             reps = [f for f in folded if f.count > 1]
             for f in reps:
                 lines = ", ".join(str(x) for x in f.lines[:12]) + (" ..." if len(f.lines) > 12 else "")
-                self._write(f"{f.source}: {f.family} repeated x{f.count} (lines {lines})\n")
+                self._write(f"{f.source}: {f.family} repeated ×{f.count}{on_workers(f.workers)} (lines {lines})\n")
             roots = sum(1 for f in folded if f.role == "root")
             if folded:
                 self._write(f"{len(folded)} distinct failure(s), {roots} root, "
                             f"{len(folded) - roots} secondary, {sum(f.count for f in folded)} occurrence(s)\n")
+
+
+def on_workers(workers: list[str], most: int = 12) -> str:
+    """' on ranks 0, 1, 2' (numeric workers are ranks), ' on workers gpu0, gpu1', or '' for none."""
+    if not workers:
+        return ""
+    noun = "rank" if all(w.isdigit() for w in workers) else "worker"
+    names = ", ".join(workers[:most]) + (f" and {len(workers) - most} more" if len(workers) > most else "")
+    return f" on {noun}{'s' if len(workers) != 1 else ''} {names}"
 
 
 def _copy(f: Finding) -> Finding:

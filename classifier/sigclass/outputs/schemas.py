@@ -58,6 +58,7 @@ _FINDING_PROPS: dict[str, Any] = {
     "end_line": {"type": "integer", "minimum": 0},
     "time": {**_NULL_STR, "description": "ISO-8601 time of the failure, when the log shows one."},
     "worker": _NULL_STR,
+    "workers": {**_STR_LIST, "description": "Every worker whose repeats are folded into this finding."},
     "evidence": {**_STR_LIST, "description": "The log lines that matched."},
     "fingerprint": {"type": "string", "description": "Stable hash of the masked key lines: repeats share it."},
     "count": {"type": "integer", "minimum": 1, "description": "Occurrences folded into this finding."},
