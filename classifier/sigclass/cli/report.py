@@ -13,6 +13,9 @@ from sigclass.cli.common import app, err, LedgerOpt, scan_config, Sigs
 from sigclass.errors import ModelError, SigclassError
 
 
+DEFAULT_REPORT = "report.html"
+
+
 class Period(str, Enum):
     day = "day"
     week = "week"
@@ -27,7 +30,7 @@ class StatsFmt(str, Enum):
 def report(
     dirs: Annotated[list[str], typer.Argument(help="Run directories; each one is a run.", metavar="DIR...")],
     *,
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")] = Path("report.html"),
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write (default: report.html here).")] = None,
     title: Annotated[Optional[str], typer.Option(metavar="TEXT", help="Page title (default: the run names).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
     unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")] = None,
@@ -45,6 +48,8 @@ def report(
     from sigclass.runs.parallel import analyse
 
 
+    named = out is not None
+    out = out if out is not None else Path(DEFAULT_REPORT)
     lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
     try:
         batch = analyse(dirs, cfg=cfg, layout=Layout(unit_pattern, worker_pattern), n_jobs=jobs,
@@ -68,7 +73,8 @@ def report(
                 err(f"{run.run}: {p}")
     lost = sum(1 for r in batch.runs for u in r.units if u.status != "ok")
     roots = sum(len(r.roots) for r in batch.runs)
-    typer.echo(f"{out}: {len(batch.runs)} run(s), {lost} unit(s) lost, {roots} root fault(s)")
+    where = out if named else out.resolve()  # the default lands in the working directory: say which one
+    typer.echo(f"wrote {where}: {len(batch.runs)} run(s), {lost} unit(s) lost, {roots} root fault(s)")
     raise typer.Exit(2 if batch.unreadable or bad_ledger else 1 if batch.failed else 0)
 
 

@@ -116,9 +116,18 @@ def _terminal(stream) -> bool:
         return False
 
 
+def family_ids(incomplete: str) -> list[str]:
+    """Shell completion for a family id: the shipped ledger's ids that start with what was typed."""
+    from sigclass.ledger.pack import load_ledger
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [s for s in load_ledger([]).signatures if s.startswith(incomplete)]
+
+
 @app.command()
 def explain(
-    family: Annotated[str, typer.Argument(help="A family id, e.g. cuda-oom.")],
+    family: Annotated[str, typer.Argument(metavar="FAMILY", help="A family id, e.g. cuda-oom.", autocompletion=family_ids)],
     *,
     ledger: LedgerOpt = None,
     fmt: Annotated[Fmt, typer.Option("--format", "-f", help="text or json.")] = Fmt.text,

@@ -167,17 +167,17 @@ def families_over_time(lf: pl.LazyFrame, by: str = "day") -> pl.LazyFrame:
         .with_columns(pl.col("seen").dt.truncate(PERIODS[by]).dt.date().alias("period"))
         .group_by("period", "family")
         .agg(_counts())
-        .sort(["period", "units", "family"], descending=[False, True, False])
+        .sort(["period", "roots", "units", "family"], descending=[False, True, True, False])
     )
 
 
 def family_summary(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Per family: counts, first and last seen."""
+    """Per family: counts, first and last seen; root faults rank first (a cascade family is only a symptom)."""
     return (
         lf.pipe(failures)
         .group_by("family")
         .agg(*_counts(), pl.col("seen").min().alias("first_seen"), pl.col("seen").max().alias("last_seen"))
-        .sort(["units", "family"], descending=[True, False])
+        .sort(["roots", "units", "family"], descending=[True, True, False])
     )
 
 
@@ -188,7 +188,7 @@ def top_fingerprints(lf: pl.LazyFrame, n: int = 10) -> pl.LazyFrame:
         .filter(pl.col("fingerprint").is_not_null())
         .group_by("fingerprint", "family")
         .agg(*_counts(), pl.col("seen").min().alias("first_seen"), pl.col("seen").max().alias("last_seen"))
-        .sort(["units", "last_seen", "fingerprint"], descending=[True, True, False])
+        .sort(["roots", "units", "last_seen", "fingerprint"], descending=[True, True, True, False])
         .head(n)
     )
 
@@ -287,7 +287,7 @@ def stats_text(stats: Mapping[str, pl.DataFrame], *, by: str, quiet_days: int) -
     out = [f"history: {o.get('runs', 0)} run(s), {o.get('units', 0)} unit(s) ({o.get('failed', 0)} failed, "
            f"{o.get('incomplete', 0)} incomplete, {o.get('roots', 0)} root faults) from {o.get('batches', 0)} append(s), "
            f"{o.get('first_seen') or '-'} .. {o.get('last_seen') or '-'}"]
-    out += ["", "families (failed units; first and last seen):"] + _table(stats["families"])
+    out += ["", "families, by root faults (then failed units; first and last seen):"] + _table(stats["families"])
     out += ["", f"families per {by}:"] + _table(stats["over_time"])
     out += ["", "top fingerprints:"] + _table(stats["top_fingerprints"])
     out += ["", f"came back after at least {quiet_days} quiet days:"] + _table(stats["comebacks"])
