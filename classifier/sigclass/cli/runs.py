@@ -100,7 +100,7 @@ def runs(
         if quiet:
             return
         if sink is None:
-            typer.echo(line)
+            typer.echo(line, color=text.paint.on or None)
         else:
             sink.write(line + "\n")
 
