@@ -447,3 +447,12 @@ def test_python_dash_m_takes_a_file_too(logs):
                          text=True, timeout=120)
     assert res.returncode == 1, res.stderr
     assert json.loads(res.stdout.splitlines()[0])["family"] == "cuda-oom"
+
+
+def test_mcp_text_that_names_a_file_is_classified_as_text_never_read(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    secret = tmp_path / "secret.log"  # outside the server's root
+    secret.write_text(OOM)
+    out = Tools(Config(roots=[root.resolve()])).call("classify_log", {"text": str(secret)})
+    assert out["source"] == "<text>" and out["findings"] == []
