@@ -456,3 +456,23 @@ def test_mcp_text_that_names_a_file_is_classified_as_text_never_read(tmp_path):
     secret.write_text(OOM)
     out = Tools(Config(roots=[root.resolve()])).call("classify_log", {"text": str(secret)})
     assert out["source"] == "<text>" and out["findings"] == []
+
+
+@pytest.mark.parametrize(("line", "path", "kind"), [
+    ("gpu3.log: binary data, not a text log; skipped", "gpu3.log", "binary"),
+    ("a/b.log.gz: truncated gzip stream; read up to line 812", "a/b.log.gz", "corrupt"),
+    ("worker-0.log: vanished before it could be read; skipped", "worker-0.log", "missing"),
+    ("loop: symlink loop; skipped", "loop", "symlink-loop"),
+    ("fifo: FIFO, not a regular file; not opened", "fifo", "not-a-file"),
+    ("empty.log: empty file; nothing to read", "empty.log", "empty"),
+    ("x.log: 2 line(s) longer than 64 KiB were cut to their first 64 KiB", "x.log", "long-lines"),
+    ("no log files (*.log, *.out) in this directory", None, "no-logs"),
+    ("secret.log: cannot read (permission denied); skipped", "secret.log", "unreadable"),
+])
+def test_problem_lines_split_into_path_kind_and_message(line, path, kind):
+    from sigclass.problems import Problem
+
+    p = Problem(line)
+    assert (p.path, p.kind) == (path, kind)
+    assert p.message == (line[len(path) + 2:] if path else line)
+    assert p.to_dict() == {"path": path, "kind": kind, "message": p.message}
