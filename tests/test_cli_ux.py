@@ -470,9 +470,9 @@ def test_mcp_text_that_names_a_file_is_classified_as_text_never_read(tmp_path):
     ("secret.log: cannot read (permission denied); skipped", "secret.log", "unreadable"),
 ])
 def test_problem_lines_split_into_path_kind_and_message(line, path, kind):
-    from sigclass.problems import Problem
+    from sigclass.problems import ProblemLine
 
-    p = Problem(line)
+    p = ProblemLine(line)
     assert (p.path, p.kind) == (path, kind)
     assert p.message == (line[len(path) + 2:] if path else line)
     assert p.to_dict() == {"path": path, "kind": kind, "message": p.message}
