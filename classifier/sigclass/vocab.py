@@ -61,3 +61,11 @@ class MarkerKind(StrEnum):
     START = "start"
     OK = "ok"
     FAILED = "failed"
+
+
+class ColourMode(StrEnum):
+    """When text output is coloured (`--color`)."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"

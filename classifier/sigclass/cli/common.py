@@ -13,8 +13,7 @@ import typer
 from sigclass import __version__
 from sigclass.cli.group import App, DEFAULT_COMMAND
 from sigclass.errors import SigclassError
-from sigclass.outputs.colour import When
-from sigclass.vocab import SignatureMode
+from sigclass.vocab import ColourMode, SignatureMode
 
 app = App(
     add_completion=False,
@@ -52,7 +51,7 @@ def version_option(value: bool) -> None:
         raise typer.Exit()
 
 
-ColorOpt = Annotated[When, typer.Option("--color", "--colour", help="Colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.")]
+ColorOpt = Annotated[ColourMode, typer.Option("--color", "--colour", help="Colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.")]
 LedgerOpt = Annotated[Optional[list[Path]], typer.Option("--ledger", metavar="PATH", help="Extra ledger file or folder (repeatable); overrides shipped ids.")]
 
 

@@ -17,8 +17,8 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from sigclass.cli.common import app, append_history, ColorOpt, err, LedgerOpt, scan_config, Sigs
-from sigclass.outputs.colour import When
 from sigclass.errors import SigclassError
+from sigclass.vocab import ColourMode
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
 
@@ -56,7 +56,7 @@ def runs(
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on stdout; the exit status says whether a unit was lost.")] = False,
-    color: ColorOpt = When.auto,
+    color: ColorOpt = ColourMode.AUTO,
     history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
 ) -> None:
     """Post-mortem of run directories: root faults, what each took down, and systematic faults.

@@ -12,8 +12,8 @@ import typer
 
 from sigclass.cli.common import app, ColorOpt, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs, version_option
 from sigclass.errors import InputError, ModelError, SigclassError
-from sigclass.outputs.colour import When
 from sigclass.scan.factory import build_scanner
+from sigclass.vocab import ColourMode
 
 
 @app.callback(invoke_without_command=True)
@@ -33,7 +33,7 @@ def scan(
     *,
     fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on stdout; the exit status says whether a failure was found.")] = False,
-    color: ColorOpt = When.auto,
+    color: ColorOpt = ColourMode.AUTO,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,

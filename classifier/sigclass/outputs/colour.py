@@ -7,23 +7,18 @@ even a pipe.
 
 from __future__ import annotations
 
-from enum import Enum
 import os
 from typing import IO
 
-
-class When(str, Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
+from sigclass.vocab import ColourMode
 
 
-def wanted(stream: IO[str] | None, when: When | str = When.auto) -> bool:
+def wanted(stream: IO[str] | None, when: ColourMode | str = ColourMode.AUTO) -> bool:
     """True when text written to `stream` should carry ANSI colour."""
-    when = When(getattr(when, "value", when))
-    if when is When.always:
+    when = ColourMode(when)
+    if when is ColourMode.ALWAYS:
         return True
-    if when is When.never or stream is None:
+    if when is ColourMode.NEVER or stream is None:
         return False
     if os.environ.get("NO_COLOR"):
         return False

@@ -10,10 +10,10 @@ from sigclass.outputs.colour import Paint, wanted
 from sigclass.outputs.prose import clip_evidence, terms, wrap
 from sigclass.problems import to_dicts
 from sigclass.records import Finding
-from sigclass.vocab import Method, Role, Status, UNKNOWN
+from sigclass.vocab import ColourMode, Method, Role, Status, UNKNOWN
 
 
-def use_colour(stream: IO[str], when: str = "auto") -> bool:
+def use_colour(stream: IO[str], when: ColourMode | str = ColourMode.AUTO) -> bool:
     return wanted(stream, when)
 
 
@@ -63,7 +63,7 @@ def finding_text(f: Finding, paint: Paint) -> str:
 class Writer:
     """Streams findings as they are found; folds repeats for text and json."""
 
-    def __init__(self, fmt: str, stream: IO[str] | None = None, colour: str = "auto") -> None:
+    def __init__(self, fmt: str, stream: IO[str] | None = None, colour: ColourMode | str = ColourMode.AUTO) -> None:
         self.fmt = fmt
         self.stream = stream or sys.stdout
         self.paint = Paint(use_colour(self.stream, colour) and fmt == "text")
