@@ -187,7 +187,7 @@ def test_completion_script_and_completions(sigclass_exe):
     assert got.stdout.split() == ["vllm-h100-prefix-cache-ima"], got.stderr
 
 
-HELPS = [[], ["scan"], ["runs"], ["report"], ["stats"], ["explain"], ["ledger"], ["ledger", "lint"], ["suggest"],
+HELPS = [[], ["scan"], ["runs"], ["compare"], ["report"], ["stats"], ["explain"], ["ledger"], ["ledger", "lint"], ["suggest"],
          ["train"], ["eval"], ["schema"], ["mcp"], ["completion"]]
 
 

@@ -23,10 +23,10 @@ def compare(
     dirs: Annotated[list[str], typer.Argument(help="Run directories to compare (the failing run and its probes).", metavar="RUN...")],
     *,
     fmt: Annotated[CompareFmt, typer.Option("--format", "-f", help="Output format.")] = CompareFmt.text,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    history: Annotated[Optional[Path], typer.Option("--history", help="Append confirmed and refuted verdicts to this history directory.")] = None,
+    history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Append confirmed and refuted verdicts to this history directory.")] = None,
 ) -> None:
     """Compare runs: discriminating facts with counts and p-values, probe outcomes, a verdict per family.
 

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - older typer runs on click itself
 DEFAULT_COMMAND = "scan"
 ROOT_OPTIONS = frozenset({"-h", "--help", "--version", "-V"})
 # the order people look for them in, not the order the modules register them
-ORDER = ("scan", "runs", "report", "stats", "explain", "ledger", "suggest", "train", "eval", "schema", "mcp",
+ORDER = ("scan", "runs", "compare", "report", "stats", "explain", "ledger", "suggest", "train", "eval", "schema", "mcp",
          "completion")
 
 
