@@ -8,6 +8,7 @@ from typing import Any
 import regex
 
 from sigclass.errors import Problem, SignatureError
+from sigclass.ledger.overtime import parse_over_time
 from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_pattern, Pattern
 from sigclass.ledger.probes import parse_probes
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
@@ -18,7 +19,7 @@ from sigclass.vocab import Role, Status
 _TOP_KEYS = {
     "id", "title", "role", "status", "priority", "match", "facts", "conditions",
     "mitigation", "probes", "caveats", "supersedes", "superseded_by", "references",
-    "min_count", "examples", "tags",
+    "min_count", "examples", "tags", "over_time",
 }
 
 
@@ -172,6 +173,8 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         return tuple(out)
 
     probe_decls = parse_probes(data.get("probes"), at, errs.add)
+    over_time = parse_over_time(data.get("over_time"), sid, at, errs, idx)
+
     sig = Signature(
         id=sid,
         title=title.strip(),
@@ -196,6 +199,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
         line_of=lines,
         raw=data,
         probe_decls=probe_decls,
+        over_time=over_time,
     )
     if errs.errors:
         raise SignatureError(*errs.errors)

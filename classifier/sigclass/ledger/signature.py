@@ -46,6 +46,7 @@ class Signature:
     line_of: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     probe_decls: tuple[Probe, ...] = field(default=(), compare=False, repr=False)  # the probes as data, beside `probes`
+    over_time: tuple = ()  # TimeRule: signatures read from what the log does over time (ledger/overtime.py)
 
     @property
     def active(self) -> bool:
@@ -80,6 +81,7 @@ class Signature:
             "supersedes": [{"id": s.id, "note": s.note} for s in self.supersedes],
             "superseded_by": [{"id": s.id, "note": s.note} for s in self.superseded_by],
             "references": list(self.references),
+            "over_time": [r.to_dict() for r in self.over_time],
             "path": self.path,
         }
 

@@ -25,6 +25,7 @@ from sigclass.records import Finding
 from sigclass.scan import prefilter
 from sigclass.scan.blocks import one_block, ScanResult
 from sigclass.scan.learned import as_learned, Guess, LearnedModel
+from sigclass.scan.overtime import OverTime
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
@@ -32,6 +33,9 @@ from sigclass.vocab import SignatureMode
 
 
 _DONE, _FAILED = object(), object()
+
+
+_NO_RULES: tuple = ()
 
 
 class _PatternGuard:
@@ -84,6 +88,9 @@ class Scanner:
                 items.append((p.index, p.source, f"{p.location} ({sig.id} fact {p.fact})"))
         for gid, src in GENERIC.items():
             items.append((gid, src, f"built-in trigger {gid - G_BASE}"))
+        # signatures over time (metric, storm, stall, rate rules): regex evidence, so not in learned-only mode
+        self.over_time = OverTime(ledger if signatures != SignatureMode.LEARNED else _NO_RULES)
+        items.extend(self.over_time.items)
         self.engine = prefilter.build(items, engine)
         self.multiline_families = [s for s in ledger if s.active and s.multiline]
         self.guard = _PatternGuard()

@@ -11,6 +11,7 @@ from sigclass.records import Finding
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
+from sigclass.scan.overtime import OverTimeState
 from sigclass.scan.reader import SourceState
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
@@ -51,6 +52,7 @@ class ScanState(SourceClock, CountedEvidence):
         self.first_time: str | None = None
         self.year: int | None = None
         self.live_clock = _time.monotonic
+        self.over_time = OverTimeState(scanner.over_time, scanner.ledger, self._make, self._emit, scanner.guard.search)
 
     # ------------------------------------------------------------------ feeding
     def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None) -> None:
@@ -107,6 +109,7 @@ class ScanState(SourceClock, CountedEvidence):
         self._release()
 
     def finish(self) -> None:
+        self.over_time.finish()
         for stream in list(self.open):
             self._close(stream)
         self._release()
@@ -120,6 +123,8 @@ class ScanState(SourceClock, CountedEvidence):
         self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
         if pids:
             self._side_hits(ln, lineno, pids)
+            if self.sc.over_time:
+                self.over_time.hit(pids, ln, lineno, self._cur_time)
         # expire blocks of other streams that have been quiet for too long
         for stream, blk in list(self.open.items()):
             if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):

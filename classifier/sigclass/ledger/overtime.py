@@ -1,0 +1,191 @@
+"""Signatures over time: the `over_time` rules of a family, read from what a log does across many lines.
+
+Four kinds (docs/ledger.md has the reference):
+
+- metric: a value read from step lines (`pattern` with a `(?P<value>...)` group) meets a condition
+  (`when`: nan, inf, nonfinite, spike, at_most, at_least) for `steps` consecutive steps;
+- storm: `min_count` lines of `pattern` in a run (no more than `window` lines apart), optionally
+  ending with a value at or under `limit` (a loss scale at its minimum);
+- stall: progress lines (`progress`) stop while the process lives (`alive` lines go on, `min_count`
+  of them), or a silence of `gap` times the usual progress interval is ended by a kill (`ended_by`);
+- rate: a load line (`pattern`) repeated per request or item (`per`): at least `min_count` loads and
+  `ratio` loads per item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from sigclass.ledger.patterns import Collector, compile_pattern, KNOWN_VALID, Pattern
+
+
+KINDS = ("metric", "storm", "stall", "rate")
+
+
+CONDITIONS = ("nan", "inf", "nonfinite", "spike", "at_most", "at_least")
+
+
+# which keys each kind takes (besides kind, name, note) and which it needs
+_KEYS: dict[str, tuple[set[str], set[str]]] = {
+    "metric": ({"pattern", "when", "limit", "factor", "steps", "where"}, {"pattern", "when"}),
+    "storm": ({"pattern", "min_count", "window", "when", "limit"}, {"pattern", "min_count"}),
+    "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds"}, {"progress"}),
+    "rate": ({"pattern", "per", "min_count", "ratio"}, {"pattern", "per"}),
+}
+
+
+@dataclass(frozen=True)
+class TimeRule:
+    """One `over_time` rule of a family. Patterns keep the family's index space of their own (the
+    scanner gives them prefilter ids); `lines()` lists them with their role."""
+
+    family: str
+    kind: str
+    name: str
+    location: str
+    pattern: Pattern | None = None  # metric/storm/rate: the line that carries the value or is counted
+    when: str | None = None
+    limit: float | None = None
+    factor: float = 10.0
+    steps: int = 1
+    where: Pattern | None = None  # metric: the step only meets the condition when this also matches the line
+    min_count: int = 1
+    window: int = 50
+    per: Pattern | None = None  # rate: one line per request or item served
+    ratio: float = 0.5
+    progress: Pattern | None = None  # stall
+    alive: Pattern | None = None
+    ended_by: Pattern | None = None
+    gap: float = 5.0
+    min_seconds: float = 120.0
+    note: str = ""
+
+    def lines(self) -> list[tuple[str, Pattern]]:
+        """The rule's line patterns with their role, for the prefilter and lint."""
+        out = []
+        for role in ("pattern", "per", "progress", "alive", "ended_by"):
+            p = getattr(self, role)
+            if p is not None:
+                out.append((role, p))
+        return out
+
+    def met(self, value: float, history: list[float]) -> bool:
+        """Whether one value meets the rule's condition (history: earlier values of the same stream)."""
+        w = self.when
+        if w == "nan":
+            return value != value
+        if w == "inf":
+            return value in (float("inf"), float("-inf"))
+        if w == "nonfinite":
+            return value != value or value in (float("inf"), float("-inf"))
+        if value != value:
+            return False
+        if w == "at_most":
+            return self.limit is not None and value <= self.limit
+        if w == "at_least":
+            return self.limit is not None and value >= self.limit
+        if w == "spike":
+            finite = sorted(v for v in history[-20:] if v == v and abs(v) != float("inf"))
+            if not finite:
+                return False
+            med = finite[len(finite) // 2]
+            return med > 0 and value > self.factor * med
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "name": self.name}
+        for role, p in self.lines():
+            d[role] = p.source
+        if self.where is not None:
+            d["where"] = self.where.source
+        for key in _KEYS[self.kind][0]:
+            if key not in d and key != "where":
+                d[key] = getattr(self, key)
+        return d
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collector, start: int) -> tuple[TimeRule, ...]:
+    """Parse a family's `over_time` list, adding every problem to errs with its file and line."""
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        errs.add(at("over_time"), "over_time must be a list of rules, each with a kind (metric, storm, stall, rate)")
+        return ()
+    out: list[TimeRule] = []
+    idx = start
+    for i, item in enumerate(items):
+        where = at("over_time", i)
+        if not isinstance(item, dict):
+            errs.add(where, "an over_time rule is a mapping with a kind")
+            continue
+        kind = item.get("kind")
+        if kind not in KINDS:
+            errs.add(at("over_time", i, "kind"), f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+            continue
+        allowed, needed = _KEYS[kind]
+        bad = False
+        for key in item:
+            if key not in allowed | {"kind", "name", "note"}:
+                errs.add(at("over_time", i, key), f"unknown key {key!r} for a {kind} rule (known: {', '.join(sorted(allowed))})")
+                bad = True
+        for key in sorted(needed - set(item)):
+            errs.add(where, f"a {kind} rule needs {key}")
+            bad = True
+        fields: dict[str, Any] = {"name": str(item.get("name") or f"{kind}-{i + 1}"), "note": str(item.get("note") or "")}
+        for key in ("pattern", "where", "per", "progress", "alive", "ended_by"):
+            src = item.get(key)
+            if src is None:
+                continue
+            if not isinstance(src, str):
+                errs.add(at("over_time", i, key), f"{key} must be a regex string")
+                bad = True
+                continue
+            rx = compile_pattern(src, at("over_time", i, key), errs)
+            if rx is None:
+                bad = True
+                continue
+            fields[key] = Pattern(idx, sid, f"over_time.{key}", src, None if rx is KNOWN_VALID else rx, at("over_time", i, key))
+            idx += 1
+        when = item.get("when")
+        if when is not None and when not in CONDITIONS:
+            errs.add(at("over_time", i, "when"), f"when must be one of {', '.join(CONDITIONS)}, not {when!r}")
+            bad = True
+        fields["when"] = when
+        if when in ("at_most", "at_least") and not _num(item.get("limit")):
+            errs.add(at("over_time", i, "when"), f"when: {when} needs a numeric limit")
+            bad = True
+        if kind == "storm" and when not in (None, "at_most", "at_least"):
+            errs.add(at("over_time", i, "when"), "a storm's when is at_most or at_least (the value its run ends with)")
+            bad = True
+        for key, lo in (("steps", 1), ("min_count", 1), ("window", 1)):
+            if key in item:
+                v = item[key]
+                if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                    errs.add(at("over_time", i, key), f"{key} must be an integer >= {lo}")
+                    bad = True
+                else:
+                    fields[key] = v
+        for key in ("limit", "factor", "ratio", "gap", "min_seconds"):
+            if key in item:
+                v = item[key]
+                if not _num(v) or (key != "limit" and v <= 0):
+                    errs.add(at("over_time", i, key), f"{key} must be a {'number' if key == 'limit' else 'positive number'}")
+                    bad = True
+                else:
+                    fields[key] = float(v)
+        for key in ("pattern",) if kind in ("metric",) or (kind == "storm" and when) else ():
+            p = fields.get(key)
+            if p is not None and p.compiled is not None and "value" not in p.compiled.groupindex:
+                errs.add(at("over_time", i, key), "this pattern needs a (?P<value>...) group: the number the condition is about")
+                bad = True
+        if kind == "stall" and "alive" not in fields and "ended_by" not in fields:
+            errs.add(where, "a stall rule needs alive (heartbeats that go on) or ended_by (the kill that ends the silence)")
+            bad = True
+        if not bad:
+            out.append(TimeRule(sid, kind, location=where, **fields))
+    return tuple(out)
