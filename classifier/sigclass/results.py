@@ -134,6 +134,7 @@ class Gotcha:
     superseded_by: tuple[Mapping[str, str], ...]
     references: tuple[str, ...]
     path: str
+    over_time: tuple[Mapping[str, Any], ...] = ()  # rules read from what the log does over time
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Gotcha:
@@ -147,6 +148,7 @@ class Gotcha:
             supersedes=tuple(dict(s) for s in d["supersedes"]),
             superseded_by=tuple(dict(s) for s in d["superseded_by"]),
             references=tuple(d["references"]), path=d["path"],
+            over_time=tuple(dict(r) for r in d.get("over_time", ())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,6 +161,7 @@ class Gotcha:
             "probes": list(self.probes), "caveats": list(self.caveats),
             "supersedes": [dict(s) for s in self.supersedes], "superseded_by": [dict(s) for s in self.superseded_by],
             "references": list(self.references), "path": self.path,
+            "over_time": [dict(r) for r in self.over_time],
         }
 
 

@@ -28,12 +28,14 @@ class Role(StrEnum):
 
 
 class Status(StrEnum):
-    """A signature's status (a finding of no known family has the status `unknown`)."""
+    """A signature's status (a finding of no known family has the status `unknown`; an error after which
+    the same worker's progress went on, `recovered`)."""
 
     ACTIVE = "active"
     RED_HERRING = "red-herring"
     RETIRED = "retired"
     UNKNOWN = "unknown"
+    RECOVERED = "recovered"
 
 
 class Method(StrEnum):

@@ -50,7 +50,8 @@ _FINDING_PROPS: dict[str, Any] = {
     "role": {"enum": _values(Role),
              "description": "secondary: this failure follows a root fault (see 'root'); root otherwise."},
     "status": {"enum": _values(Status),
-               "description": "The ledger status of the family; 'unknown' for a failure no family explains."},
+               "description": "The ledger status of the family; 'unknown' for a failure no family explains; "
+                              "'recovered' for an error after which the same worker's progress went on."},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "method": {"enum": _values(Method)},
     "source": {"type": "string", "description": "The log file, or '<text>' for text given inline."},
@@ -104,7 +105,7 @@ _GOTCHA_PROPS: dict[str, Any] = {
     "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
     "title": {"type": "string"},
     "role": {"enum": _values(Role)},
-    "status": {"enum": _values(Status)[:-1]},  # a signature is never `unknown`
+    "status": {"enum": [Status.ACTIVE.value, Status.RED_HERRING.value, Status.RETIRED.value]},  # a signature's own
     "priority": {"type": "integer"},
     "match": {
         "type": "object",
@@ -131,6 +132,11 @@ _GOTCHA_PROPS: dict[str, Any] = {
     "superseded_by": {"type": "array", "items": _SUPERSEDE},
     "references": _STR_LIST,
     "path": {"type": "string", "description": "The signature file the entry was loaded from."},
+    "over_time": {
+        "type": "array", "description": "Rules read from what the log does over time (metric, storm, stall, rate).",
+        "items": {"type": "object", "required": ["kind", "name"],
+                  "properties": {"kind": {"enum": ["metric", "storm", "stall", "rate"]}, "name": {"type": "string"}}},
+    },
 }
 
 GOTCHA: dict[str, Any] = {

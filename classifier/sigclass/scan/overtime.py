@@ -105,6 +105,7 @@ class OverTimeState:
         self.emit = emit
         self.search = search
         self.states: dict[tuple[int, str | None], _RuleState] = {}
+        self.progress: dict[str | None, list[int]] = {}  # worker -> lines of its progress (stall rules' progress lines)
 
     def hit(self, pids: set[int], ln: Line, lineno: int, iso: Callable[[], str | None]) -> None:
         for pid in pids:
@@ -160,6 +161,9 @@ class OverTimeState:
 
     def _stall(self, rule: TimeRule, role: str, st: _RuleState, seen: _Seen, m) -> None:
         if role == "progress":
+            mine = self.progress.setdefault(seen.line.worker, [])
+            if not mine or mine[-1] != seen.lineno:
+                mine.append(seen.lineno)
             st.progress.append(seen)
             del st.progress[:-21]
             st.alive.clear()

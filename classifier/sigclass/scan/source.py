@@ -13,6 +13,7 @@ from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
 from sigclass.scan.overtime import OverTimeState
 from sigclass.scan.reader import SourceState
+from sigclass.scan.verdict import settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
@@ -113,6 +114,7 @@ class ScanState(SourceClock, CountedEvidence):
         for stream in list(self.open):
             self._close(stream)
         self._release()
+        settle(self.findings, self.sc.ledger, self.over_time.progress)
 
     # ------------------------------------------------------------------ per line
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:

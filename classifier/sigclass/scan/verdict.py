@@ -1,0 +1,94 @@
+"""The verdict over one whole source, once it has ended: what the findings mean together.
+
+- Supersedes at work: a family whose ledger entry supersedes another (tokenizer-reload-per-call over
+  vllm-engine-hang) makes that family's findings in the same source its symptoms: secondary, pointing
+  at it, with the superseding note as a caveat.
+- Late roots: a victim family (process-killed-by-signal, ...) printed before the root fault it follows
+  (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed rank)
+  becomes a victim of the first root within LATE_ROOT_LINES below it.
+- Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
+  on is `recovered`: shown with that status, not a failure of the run.
+
+Nothing already printed is withdrawn: on a live pipe these verdicts reach the final summary and the
+structured outputs, which are written at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sigclass.ledger.pack import Ledger
+from sigclass.records import Finding
+from sigclass.scan.triggers import EXC_LINE
+
+
+LATE_ROOT_LINES = 200
+
+
+RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
+
+
+RECOVERED = "recovered"
+
+
+def _is_error(f: Finding) -> bool:
+    return any("Traceback (most recent call last)" in b or EXC_LINE.match(b.lstrip()) for b in f.block)
+
+
+def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
+    f.role = "secondary"
+    f.root = root.pointer()
+    if note:
+        f.caveats = [note, *f.caveats]
+
+
+def settle(findings: list[Finding], ledger: Ledger, progress: dict[str | None, list[int]]) -> None:
+    """Apply the source-wide verdicts to findings in place (they stay in line order)."""
+    if not findings:
+        return
+    _supersedes(findings, ledger)
+    _late_roots(findings)
+    _recovered(findings, progress)
+
+
+def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
+    by_family: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_family.setdefault(f.family, []).append(f)
+    for fam, mine in by_family.items():
+        sig = ledger.signatures.get(fam)
+        if sig is None or not mine:
+            continue
+        root = next((f for f in mine if f.role != "secondary"), None)
+        if root is None:
+            continue
+        for s in sig.supersedes:
+            for victim in by_family.get(s.id, ()):
+                if victim.role == "secondary" and victim.root and victim.root.get("family") == fam:
+                    continue
+                note = f"symptom of {fam} (superseded): {s.note}" if s.note else f"symptom of {fam} (superseded)"
+                _victim_of(victim, root, note)
+        # the supersede note says which explanation was the red herring: the root carries it
+        for s in sig.supersedes:
+            if s.id in by_family and s.note and s.note not in root.caveats:
+                root.caveats = [*root.caveats, f"supersedes {s.id}: {s.note}"]
+
+
+def _late_roots(findings: list[Finding]) -> None:
+    for i, f in enumerate(findings):
+        if f.family_role != "secondary" or f.role == "secondary":
+            continue
+        nxt = next((g for g in findings[i + 1:] if g.family_role == "root" and g.family != "unknown"
+                    and g.role != "secondary" and 0 <= g.line - f.end_line <= LATE_ROOT_LINES), None)
+        if nxt is not None:
+            _victim_of(f, nxt)
+
+
+def _recovered(findings: Iterable[Finding], progress: dict[str | None, list[int]]) -> None:
+    for f in findings:
+        if f.role == "secondary" or f.family == "unknown" and not f.block:
+            continue
+        lines = progress.get(f.worker, [])
+        after = sum(1 for no in lines if no > f.end_line)
+        if after >= RECOVERED_AFTER and _is_error(f):
+            f.status = RECOVERED
