@@ -195,6 +195,46 @@ class PatternRules(Validator):
         return out
 
 
+class OverTimeRules(Validator):
+    """The `over_time` rules' line patterns follow the same speed rules; each rule kind needs examples."""
+
+    name = "over-time-rule"
+    severity = "MEDIUM"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        out = []
+        for rule in sig.over_time:
+            for role, p in rule.lines():
+                if _WORD_B.search(p.source):
+                    out.append(self.issue(p.location, f"{rule.kind} rule {rule.name}: {role} uses \\b: {p.source!r}"))
+                if _LOOK.search(p.source) or _BACKREF.search(p.source):
+                    out.append(self.issue(p.location, f"{rule.kind} rule {rule.name}: {role} uses lookaround or a "
+                                                      f"backreference, which the prefilter cannot run: {p.source!r}"))
+                if _longest_literal(p.source) < 4:
+                    out.append(self.issue(p.location, f"{rule.kind} rule {rule.name}: {role} has no required literal "
+                                                      f"of 4 or more bytes: {p.source!r}"))
+        return out
+
+
+class OverTimeExamples(Validator):
+    """Every `over_time` rule fires on at least one `# expect:` example of its family."""
+
+    name = "over-time-examples"
+
+    def validate(self, sig: Signature) -> list[Issue]:
+        scanner = self.ctx.get("scanner")
+        path = Path(sig.path).with_suffix(".log")
+        if not sig.over_time or scanner is None or not path.exists():
+            return []
+        fired = set()
+        for e in parse_examples(path):
+            if e.kind == "expect" and e.family == sig.id and not e.todo:
+                res = scanner.scan_text(e.text, source=f"{e.path}:{e.line}")
+                fired.update(f.facts.get("over_time_rule") for f in res.findings if f.family == sig.id)
+        return [self.issue(rule.location, f"{rule.kind} rule {rule.name} fires on no `# expect: {sig.id}` example in {path.name}")
+                for rule in sig.over_time if f"{rule.kind} {rule.name}" not in fired]
+
+
 class Examples(Validator):
     name = "examples"
 

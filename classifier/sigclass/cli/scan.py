@@ -13,7 +13,7 @@ import typer
 from sigclass.cli.common import app, ColorOpt, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs, version_option
 from sigclass.errors import InputError, ModelError, SigclassError
 from sigclass.scan.factory import build_scanner
-from sigclass.vocab import ColourMode
+from sigclass.vocab import ColourMode, Status
 
 
 @app.callback(invoke_without_command=True)
@@ -88,7 +88,7 @@ def scan(
                 problems.append(p)
         if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
             input_error = True
-        found = found or bool(res.findings)
+        found = found or any(f.status != Status.RECOVERED for f in res.findings)  # recovered: progress went on
         lines += res.lines
     writer.close(problems)
     if not found and not quiet and fmt_v == "text" and not input_error and _terminal(sys.stderr):

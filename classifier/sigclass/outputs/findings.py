@@ -27,6 +27,8 @@ def finding_text(f: Finding, paint: Paint) -> str:
         head.append(paint("(secondary)", "2"))
     if f.status == Status.RED_HERRING:
         head.append(paint("[red herring]", "35"))
+    if f.status == Status.RECOVERED:
+        head.append(paint("[recovered]", "32"))
     if f.method == Method.LEARNED:
         head.append(paint(f"[learned p={f.confidence:.2f}]", "36"))
     if f.worker:
@@ -102,6 +104,9 @@ class Writer:
             for f in reps:
                 lines = ", ".join(str(x) for x in f.lines[:12]) + (" ..." if len(f.lines) > 12 else "")
                 self._write(f"{f.source}: {f.family} repeated ×{f.count}{on_workers(f.workers)} (lines {lines})\n")
+            for f in folded:
+                if f.status == Status.RECOVERED:
+                    self._write(f"{f.source}:{f.line}: {f.family} recovered (the worker's progress went on after it)\n")
             roots = sum(1 for f in folded if f.role == "root")
             if folded:
                 self._write(f"{len(folded)} distinct failure(s), {roots} root, "

@@ -240,6 +240,7 @@ class OverTimeState:
                       None, [s.line.body for s in run], key)
         f.count = len(run)
         f.lines = sorted({s.lineno for s in run} | {seen.lineno})
+        f.facts = {**f.facts, "over_time_rule": f"{rule.kind} {rule.name}"}
         if rule.note:
             f.caveats = [rule.note, *f.caveats]
         st.fired, st.last = f, seen.time

@@ -31,8 +31,14 @@ RECOVERED_AFTER = 2  # progress lines of the same worker after an error that mak
 RECOVERED = "recovered"
 
 
-def _is_error(f: Finding) -> bool:
-    return any("Traceback (most recent call last)" in b or EXC_LINE.match(b.lstrip()) for b in f.block)
+def _error_end(f: Finding) -> int | None:
+    """The line of the finding's last traceback or exception line (a block may run on over later lines), or None
+    when its block has none (a NaN loss line or a kill is no error a run can step over)."""
+    last = None
+    for i, b in enumerate(f.block):
+        if "Traceback (most recent call last)" in b or EXC_LINE.match(b.lstrip()):
+            last = i
+    return None if last is None else f.line + last
 
 
 def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
@@ -86,9 +92,11 @@ def _late_roots(findings: list[Finding]) -> None:
 
 def _recovered(findings: Iterable[Finding], progress: dict[str | None, list[int]]) -> None:
     for f in findings:
-        if f.role == "secondary" or f.family == "unknown" and not f.block:
+        if f.role == "secondary":
             continue
-        lines = progress.get(f.worker, [])
-        after = sum(1 for no in lines if no > f.end_line)
-        if after >= RECOVERED_AFTER and _is_error(f):
+        end = _error_end(f)
+        if end is None:
+            continue
+        after = sum(1 for no in progress.get(f.worker, []) if no > end)
+        if after >= RECOVERED_AFTER:
             f.status = RECOVERED

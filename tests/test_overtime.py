@@ -1,0 +1,169 @@
+"""Signatures over time (ledger `over_time` rules) and the verdicts over a whole source."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import sigclass
+from sigclass.cli.app import app
+from sigclass.errors import SignatureError
+from sigclass.ledger.pack import load_ledger
+from sigclass.ledger.parse import parse_signature
+from sigclass.mcp_tools import Config, Tools
+from sigclass.scan.scanner import Scanner
+
+runner = CliRunner()
+
+
+class _Piped:
+    def __init__(self, p: subprocess.CompletedProcess) -> None:
+        self.exit_code, self.output = p.returncode, p.stdout.decode()
+
+
+def _pipe(args: list[str], text: str) -> _Piped:
+    """sigclass reading a real pipe, as `... | sigclass scan`."""
+    return _Piped(subprocess.run([sys.executable, "-m", "sigclass", "scan", *args], input=text.encode(),
+                                 capture_output=True, timeout=120))
+
+HEAD = "id: my-fam\ntitle: t\nrole: root\nmatch:\n  any: ['some literal text']\nmitigation: m\n"
+
+
+def _sig(rules: str):
+    return parse_signature(HEAD + "over_time:\n" + rules, "my-fam.yaml")
+
+
+@pytest.mark.parametrize("rules, message", [
+    ("  - kind: trend\n    pattern: 'loss: (?P<value>.*)'\n", "kind must be one of"),
+    ("  - kind: metric\n    pattern: 'grad norm: ([0-9.]+)'\n    when: nan\n", "needs a (?P<value>...) group"),
+    ("  - kind: metric\n    pattern: 'grad norm: (?P<value>[0-9.]+)'\n    when: sometimes\n", "when must be one of"),
+    ("  - kind: metric\n    pattern: 'grad norm: (?P<value>[0-9.]+)'\n    when: at_most\n", "needs a numeric limit"),
+    ("  - kind: storm\n    pattern: 'Skipping step'\n    min_count: 0\n", "min_count must be an integer >= 1"),
+    ("  - kind: stall\n    progress: 'iteration [0-9]+'\n", "needs alive"),
+    ("  - kind: rate\n    pattern: 'loading file x'\n    per: 'got prompt'\n    speed: 3\n", "unknown key 'speed'"),
+    ("  kind: metric\n", "must be a list of rules"),
+])
+def test_bad_over_time_rules_name_the_file_line_and_the_fix(rules, message):
+    with pytest.raises(SignatureError) as exc:
+        _sig(rules)
+    assert message in str(exc.value)
+    assert str(exc.value).startswith("my-fam.yaml:")
+
+
+def test_a_metric_needs_its_consecutive_steps(scanner):
+    one = "{'loss': 1.2, 'grad_norm': 0.5}\n{'loss': 1.1, 'grad_norm': nan}\n{'loss': 1.0, 'grad_norm': 0.4}\n"
+    assert not scanner.scan_text(one).findings  # one NaN grad norm, then finite again: no divergence
+    two = one + "{'loss': 1.0, 'grad_norm': nan}\n{'loss': 1.0, 'grad_norm': nan}\n"
+    fs = scanner.scan_text(two).findings
+    assert [f.family for f in fs] == ["nan-loss"]
+    assert fs[0].facts["over_time_rule"] == "metric hf-grad-norm-nonfinite"
+    assert fs[0].line == 4 and fs[0].lines == [4, 5]
+
+
+def _zero_tps(hh: int, mm: int, n: int, running: int = 2) -> str:
+    out = []
+    for i in range(n):
+        m = mm + i
+        out.append(f"INFO 03-11 {hh:02d}:{m:02d}:00 [loggers.py:127] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+                   f"Avg generation throughput: {0.0 if running else 0.0} tokens/s, Running: {running} reqs, Waiting: 0 reqs\n")
+    return "".join(out)
+
+
+def _moving(hh: int, mm: int) -> str:
+    return (f"INFO 03-11 {hh:02d}:{mm:02d}:00 [loggers.py:127] Engine 000: Avg prompt throughput: 90.0 tokens/s, "
+            f"Avg generation throughput: 41.5 tokens/s, Running: 2 reqs, Waiting: 0 reqs\n")
+
+
+RECURRING = _zero_tps(10, 0, 4) + _moving(10, 5) + _moving(11, 0) + _zero_tps(11, 30, 4)
+
+
+def test_a_stall_that_comes_back_after_a_quiet_spell_is_a_second_finding(scanner):
+    fs = scanner.scan_text(RECURRING).findings
+    assert [f.family for f in fs] == ["vllm-engine-hang", "vllm-engine-hang"]
+    assert fs[0].fingerprint != fs[1].fingerprint
+    assert fs[1].time.startswith(f"{fs[1].time[:4]}-03-11T11:30")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "jsonl"])
+def test_the_second_episode_shows_in_every_output_format(fmt):
+    r = _pipe(["--signatures", "regex", "--format", fmt], RECURRING)
+    assert r.exit_code == 1, r.output
+    if fmt == "text":
+        assert r.output.count("vllm-engine-hang  ") == 2
+    elif fmt == "json":
+        assert [f["family"] for f in json.loads(r.output)["findings"]] == ["vllm-engine-hang"] * 2
+    else:
+        assert [json.loads(x)["family"] for x in r.output.splitlines()] == ["vllm-engine-hang"] * 2
+
+
+# the ledger's own story: an engine that looks hung while the client reloads its tokenizer per prompt
+STORY = "".join(
+    [f'INFO:     10.0.0.4:5{i:04d} - "POST /v1/completions HTTP/1.1" 200 OK\n'
+     f"loading file tokenizer.json from cache at /models/tok/tokenizer.json\n"
+     f"loading file tokenizer_config.json from cache at /models/tok/tokenizer_config.json\n" for i in range(3)]
+    + ["(EngineCore_DP0 pid=7802) INFO 05-02 14:20:12 [shm_broadcast.py:466] No available shared memory broadcast "
+       "block found in 60 seconds. This typically happens when some processes are hanging.\n",
+       "(EngineCore_DP0 pid=7802) INFO 05-02 14:21:12 [shm_broadcast.py:466] No available shared memory broadcast "
+       "block found in 60 seconds. This typically happens when some processes are hanging.\n"]
+    + [f"loading file tokenizer_config.json from cache at /models/tok/tokenizer_config.json\n" for _ in range(4)]
+)
+
+
+def _story_verdict(findings: list[dict]) -> None:
+    roots = [f for f in findings if f["role"] != "secondary"]
+    assert roots and roots[0]["family"] == "tokenizer-reload-per-call", findings
+    hangs = [f for f in findings if f["family"] == "vllm-engine-hang"]
+    assert hangs and all(f["role"] == "secondary" and f["root"]["family"] == "tokenizer-reload-per-call" for f in hangs)
+    assert any("chunk" in c for f in hangs for c in f["caveats"])  # chunking the generate call was a red herring
+
+
+def test_story_on_a_pipe():
+    r = _pipe(["--signatures", "regex", "--format", "json"], STORY)
+    assert r.exit_code == 1, r.output
+    _story_verdict(json.loads(r.output)["findings"])
+
+
+def test_story_in_a_run_directory(tmp_path: Path):
+    run = tmp_path / "sweep"
+    (run / "gpu0").mkdir(parents=True)
+    (run / "gpu0" / "shard_0.log").write_text(STORY)
+    res = sigclass.analyze_run(run, signatures="regex")
+    assert [u.family for u in res.units] == ["tokenizer-reload-per-call"]
+    assert [r.family for r in res.roots] == ["tokenizer-reload-per-call"]
+
+
+def test_story_through_the_mcp_tool(tmp_path: Path):
+    tools = Tools(Config(roots=[tmp_path]))
+    out = tools.classify_log({"text": STORY})
+    _story_verdict(out["findings"])
+
+
+RECOVERED = (
+    "{'loss': 1.40, 'grad_norm': 0.9, 'epoch': 0.10}\n"
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 88, in save_sample\n'
+    "    upload(path)\n"
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    "{'loss': 1.38, 'grad_norm': 0.8, 'epoch': 0.11}\n"
+    "{'loss': 1.37, 'grad_norm': 0.8, 'epoch': 0.12}\n"
+)
+
+
+def test_an_error_the_progress_outlives_is_recovered_and_not_a_failure():
+    r = _pipe(["--signatures", "regex", "--format", "json"], RECOVERED)
+    fs = json.loads(r.output)["findings"]
+    assert fs and all(f["status"] == "recovered" for f in fs)
+    assert r.exit_code == 0, r.output
+    cut = RECOVERED.rsplit("{'loss'", 2)[0]  # the same error with no progress after it is a failure
+    r = _pipe(["--signatures", "regex", "--format", "json"], cut)
+    assert r.exit_code == 1 and json.loads(r.output)["findings"][0]["status"] != "recovered"
+
+
+def test_learned_only_mode_runs_no_over_time_rule():
+    sc = Scanner(load_ledger(), signatures="learned")
+    assert not sc.over_time
