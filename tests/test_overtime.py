@@ -167,3 +167,44 @@ def test_an_error_the_progress_outlives_is_recovered_and_not_a_failure():
 def test_learned_only_mode_runs_no_over_time_rule():
     sc = Scanner(load_ledger(), signatures="learned")
     assert not sc.over_time
+
+
+def _shm(hh: int, mm: int) -> str:
+    return (f"(EngineCore_DP0 pid=7802) INFO 05-02 {hh:02d}:{mm:02d}:12 [shm_broadcast.py:466] No available shared "
+            "memory broadcast block found in 60 seconds.\n")
+
+
+def test_counted_evidence_back_after_a_quiet_spell_is_a_second_finding(scanner):
+    one = _shm(14, 20) + _shm(14, 21) + _shm(14, 22)
+    fs = scanner.scan_text(one + _shm(14, 40) + _shm(14, 41)).findings
+    assert len(fs) == 1 and fs[0].count == 5  # 18 minutes apart: the same stall
+    fs = scanner.scan_text(one + _shm(15, 40) + _shm(15, 41)).findings
+    assert [f.family for f in fs] == ["vllm-engine-hang"] * 2 and fs[0].fingerprint != fs[1].fingerprint
+    assert fs[1].line == 4 and fs[0].count == 3
+
+
+def test_live_pipe_reports_a_provisional_stall_while_the_pipe_is_open():
+    p = subprocess.Popen([sys.executable, "-m", "sigclass", "scan", "--signatures", "regex", "--format", "jsonl",
+                          "--stall", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for i in range(3):
+            p.stdin.write(f"{{'loss': 1.{i}, 'grad_norm': 0.5, 'epoch': 0.{i}}}\n".encode())
+        p.stdin.flush()
+        line = p.stdout.readline()  # arrives once the progress has stopped, while stdin stays open
+        f = json.loads(line)
+        assert f["family"] == "vllm-engine-hang" and f["line"] == 3
+        assert any(c.startswith("provisional") for c in f["caveats"])
+        p.stdin.write(b"{'loss': 1.5, 'grad_norm': 0.5, 'epoch': 0.5}\n")  # progress resumes: nothing withdrawn
+        p.stdin.close()
+        p.wait(timeout=120)
+        assert p.stdout.read() == b""
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_bad_stall_setting_is_one_clear_line():
+    r = runner.invoke(app, ["scan", "--stall", "soon", "-"])
+    assert r.exit_code == 2 and "--stall takes auto, off or a number of seconds" in r.output
+    assert "Traceback" not in r.output

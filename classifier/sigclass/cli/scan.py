@@ -38,6 +38,7 @@ def scan(
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
     engine: Annotated[Optional[str], typer.Option(metavar="ENGINE", help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
+    stall: Annotated[str, typer.Option(metavar="WHEN", help="Live pipe: report a provisional stall when a worker's progress stops (auto, off, or seconds).")] = "auto",
 ) -> None:
     """Scan logs and print one finding per failure, as soon as each failure ends."""
     from sigclass.outputs.findings import Writer
@@ -52,6 +53,13 @@ def scan(
         raise typer.Exit(2) from None
     except KeyError:
         err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
+        raise typer.Exit(2) from None
+    from sigclass.scan.overtime import stall_setting
+
+    try:
+        scanner.live_stall = stall_setting(stall)
+    except ValueError as exc:
+        err(str(exc))
         raise typer.Exit(2) from None
     writer = Writer(fmt_v, stream=NullStream() if quiet else None, colour=color)
     lines = 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
-from sigclass.text.lines import Line
+from sigclass.scan.overtime import quiet_spell
+from sigclass.text.lines import fingerprint, Line
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
@@ -58,10 +59,16 @@ class CountedEvidence:
         if (fam, ln.worker) in self.counters and key != (fam, ln.worker):
             key = (fam, ln.worker)  # the family already fired for this worker: later lines add to that finding
         done = self.counters.get(key)
+        if done is not None and quiet_spell(self.counted_last.get(id(done)), self._cur_time()):
+            # the same fault back after a quiet spell is a new finding: count it afresh
+            self.counters = {k: v for k, v in self.counters.items() if v is not done}
+            done = None
+            key = (fam, ln.worker) if family_wide else (fam, ln.worker, pid)
         if done is not None:
             done.count += 1
             done.lines.append(lineno)
             done.end_line = lineno
+            self.counted_last[id(done)] = self._cur_time()
             return
         seen = self.counts.setdefault(key, [])
         seen.append((lineno, ln, self._cur_time()))
@@ -82,6 +89,10 @@ class CountedEvidence:
                        [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
         f.count = len(seen)
         f.lines = [a for a, _, _ in seen]
+        n = self.episodes[(fam, ln.worker)] = self.episodes.get((fam, ln.worker), 0) + 1
+        if n > 1:
+            f.fingerprint = fingerprint([f.fingerprint, f"episode {n}"])
+        self.counted_last[id(f)] = self._cur_time()
         self.counters[key] = f
         self.counters.setdefault((fam, ln.worker), f)
         del self.counts[key]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+import time as _time
 from typing import Callable, TYPE_CHECKING
 
 from sigclass.ledger.overtime import TimeRule
@@ -29,6 +30,26 @@ QUIET_SECONDS = 1800.0  # evidence quiet this long ends an episode: the next one
 MAX_EVIDENCE = 3
 
 
+LIVE_STALL_FACTOR = 5.0  # --stall auto: a worker silent this many times its usual progress interval ...
+LIVE_STALL_MIN = 60.0  # ... and at least this many seconds is reported as a provisional stall
+
+
+def stall_setting(text: str) -> float | None:
+    """Parse --stall: 'auto' (0.0: LIVE_STALL_FACTOR times the worker's usual interval), 'off' (None), or seconds."""
+    t = text.strip().lower()
+    if t == "auto":
+        return 0.0
+    if t in ("off", "no", "0"):
+        return None
+    try:
+        v = float(t.rstrip("s"))
+    except ValueError:
+        raise ValueError(f"--stall takes auto, off or a number of seconds, not {text!r}") from None
+    if v != v or v <= 0:
+        raise ValueError(f"--stall takes auto, off or a positive number of seconds, not {text!r}")
+    return v
+
+
 def seconds(t: str | None) -> float | None:
     """Epoch seconds of an ISO-8601 time the scanner produced, or None."""
     if not t:
@@ -37,6 +58,12 @@ def seconds(t: str | None) -> float | None:
         return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def quiet_spell(before: str | None, now: str | None) -> bool:
+    """Whether two evidence times are QUIET_SECONDS or more apart (False when either is unknown)."""
+    a, b = seconds(before), seconds(now)
+    return a is not None and b is not None and b - a >= QUIET_SECONDS
 
 
 def number(text: str | None) -> float | None:
@@ -106,6 +133,10 @@ class OverTimeState:
         self.search = search
         self.states: dict[tuple[int, str | None], _RuleState] = {}
         self.progress: dict[str | None, list[int]] = {}  # worker -> lines of its progress (stall rules' progress lines)
+        # live pipes: worker -> (rule, last progress line seen, wall-clock arrival times of recent progress lines)
+        self.live: dict[str | None, tuple[TimeRule, _Seen, list[float]]] = {}
+        self.live_flagged: set[str | None] = set()
+        self.clock = _time.monotonic
 
     def hit(self, pids: set[int], ln: Line, lineno: int, iso: Callable[[], str | None]) -> None:
         for pid in pids:
@@ -126,6 +157,37 @@ class OverTimeState:
             for (rid, worker), st in list(self.states.items()):
                 if rid == id(rule):
                     self._rate_check(rule, st)
+
+    def live_check(self, setting: float | None) -> None:
+        """On a live pipe: a worker whose progress lines stopped for `setting` seconds (0.0: LIVE_STALL_FACTOR
+        times its usual interval, at least LIVE_STALL_MIN) gets a provisional stall finding. Progress that
+        comes back re-arms the check; nothing printed is withdrawn."""
+        if setting is None or not self.live:
+            return
+        now = self.clock()
+        for worker, (rule, last, walls) in self.live.items():
+            if worker in self.live_flagged:
+                continue
+            silent = now - walls[-1]
+            if setting:
+                limit = setting
+            else:
+                if len(walls) < 3:
+                    continue
+                gaps = sorted(b - a for a, b in zip(walls, walls[1:]))
+                limit = max(LIVE_STALL_FACTOR * gaps[len(gaps) // 2], LIVE_STALL_MIN)
+            if silent < limit:
+                continue
+            self.live_flagged.add(worker)
+            who = f"worker {worker}" if worker else "the stream"
+            note = (f"provisional: no progress line from {who} for {silent:.0f} s on a live pipe (limit {limit:.0f} s); "
+                    "reported while the process may still be running, and not withdrawn if progress resumes")
+            f = self.make(self.ledger[rule.family], [last.line.content, f"(no progress for {silent:.0f} s)"], 0.5,
+                          "regex", last.lineno, last.lineno, last.iso, worker, last.line.stream, None,
+                          [last.line.body], ["live stall", worker or ""])
+            f.caveats = [note, *f.caveats]
+            f.facts = {**f.facts, "over_time_rule": "stall live"}
+            self.emit(f)
 
     # ------------------------------------------------------------------ kinds
     def _metric(self, rule: TimeRule, role: str, st: _RuleState, seen: _Seen, m) -> None:
@@ -164,6 +226,11 @@ class OverTimeState:
             mine = self.progress.setdefault(seen.line.worker, [])
             if not mine or mine[-1] != seen.lineno:
                 mine.append(seen.lineno)
+                _, _, walls = self.live.get(seen.line.worker, (rule, seen, []))
+                walls.append(self.clock())
+                del walls[:-21]
+                self.live[seen.line.worker] = (rule, seen, walls)
+                self.live_flagged.discard(seen.line.worker)
             st.progress.append(seen)
             del st.progress[:-21]
             st.alive.clear()

@@ -91,6 +91,7 @@ class Scanner:
         # signatures over time (metric, storm, stall, rate rules): regex evidence, so not in learned-only mode
         self.over_time = OverTime(ledger if signatures != SignatureMode.LEARNED else _NO_RULES)
         items.extend(self.over_time.items)
+        self.live_stall: float | None = 0.0  # live pipes: provisional stalls (`stall_setting`; 0.0 is automatic)
         self.engine = prefilter.build(items, engine)
         self.multiline_families = [s for s in ledger if s.active and s.multiline]
         self.guard = _PatternGuard()

@@ -48,6 +48,8 @@ class ScanState(SourceClock, CountedEvidence):
         self._cur: tuple[bytes, int, Line] | None = None
         self.bytes_seen = 0
         self.counts: dict[tuple[str, str | None], list] = {}
+        self.counted_last: dict[int, str | None] = {}  # counted evidence: time of its finding's latest line
+        self.episodes: dict[tuple, int] = {}  # counted evidence: findings made per key (episodes)
         self.declined: set[tuple[str, str | None]] = set()  # counted evidence the learned model abstained on
         self.last_time: str | None = None
         self.first_time: str | None = None
@@ -101,12 +103,15 @@ class ScanState(SourceClock, CountedEvidence):
                 if blk.phase not in ("frames", "chain") and now - blk.wall > LIVE_QUIET:
                     self._close(stream)
             self._release()
+        if self.state.live:
+            self.over_time.live_check(self.sc.live_stall)  # one worker may stop while others go on
         self._update_time_from_tail(buf, start, n)
 
     def idle(self) -> None:
-        """A live pipe went quiet: every open block has ended."""
+        """A live pipe went quiet: every open block has ended (and a worker's progress may have stopped)."""
         for stream in list(self.open):
             self._close(stream)
+        self.over_time.live_check(self.sc.live_stall)
         self._release()
 
     def finish(self) -> None:
