@@ -31,7 +31,7 @@ _KEYS: dict[str, tuple[set[str], set[str]]] = {
     "metric": ({"pattern", "when", "limit", "factor", "steps", "where"}, {"pattern", "when"}),
     "storm": ({"pattern", "min_count", "window", "when", "limit"}, {"pattern", "min_count"}),
     "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds"}, {"progress"}),
-    "rate": ({"pattern", "per", "min_count", "ratio"}, {"pattern", "per"}),
+    "rate": ({"pattern", "per", "min_count", "ratio", "window"}, {"pattern", "per"}),
 }
 
 
@@ -51,7 +51,7 @@ class TimeRule:
     steps: int = 1
     where: Pattern | None = None  # metric: the step only meets the condition when this also matches the line
     min_count: int = 1
-    window: int = 50
+    window: int = 0  # storm: lines between storm lines (default 50); rate: lines between loads (default 1000)
     per: Pattern | None = None  # rate: one line per request or item served
     ratio: float = 0.5
     progress: Pattern | None = None  # stall
@@ -186,6 +186,7 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
         if kind == "stall" and "alive" not in fields and "ended_by" not in fields:
             errs.add(where, "a stall rule needs alive (heartbeats that go on) or ended_by (the kill that ends the silence)")
             bad = True
+        fields.setdefault("window", 50 if kind == "storm" else 1000)
         if not bad:
             out.append(TimeRule(sid, kind, location=where, **fields))
     return tuple(out)

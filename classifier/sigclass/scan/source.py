@@ -11,7 +11,7 @@ from sigclass.records import Finding
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
-from sigclass.scan.overtime import OverTimeState
+from sigclass.scan.overtime import OverTimeState, Where
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import settle
 from sigclass.scan.triggers import (
@@ -55,7 +55,9 @@ class ScanState(SourceClock, CountedEvidence):
         self.first_time: str | None = None
         self.year: int | None = None
         self.live_clock = _time.monotonic
-        self.over_time = OverTimeState(scanner.over_time, scanner.ledger, self._make, self._emit, scanner.guard.search)
+        self.over_time = OverTimeState(scanner.over_time, scanner.ledger, self._make, self._emit, scanner.guard.search,
+                                       lambda: self.year)
+        self._serial = 0  # blocks fed so far: over-time rules compare lines within one block
 
     # ------------------------------------------------------------------ feeding
     def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None) -> None:
@@ -71,6 +73,7 @@ class ScanState(SourceClock, CountedEvidence):
         if self.first_time is None and self.lineno < 50:
             self._first_time_from_head(buf, start, n)
         self.bytes_seen += n - start
+        self._serial += 1
         starts = sorted(hits)
         pos = start
         hi = 0
@@ -95,6 +98,8 @@ class ScanState(SourceClock, CountedEvidence):
             lineno += 1
             pos = le + 1
         self.lineno = lineno
+        if self.sc.over_time:
+            self.over_time.block_end(buf, start, n, lineno, self._serial)
         if self.state.live and self.open:
             # on a live pipe, a failure whose exception line has been seen ends when its stream goes quiet,
             # even while other workers keep writing
@@ -119,7 +124,7 @@ class ScanState(SourceClock, CountedEvidence):
         for stream in list(self.open):
             self._close(stream)
         self._release()
-        settle(self.findings, self.sc.ledger, self.over_time.progress)
+        settle(self.findings, self.sc.ledger, self.over_time.progress_after)
 
     # ------------------------------------------------------------------ per line
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
@@ -131,7 +136,7 @@ class ScanState(SourceClock, CountedEvidence):
         if pids:
             self._side_hits(ln, lineno, pids)
             if self.sc.over_time:
-                self.over_time.hit(pids, ln, lineno, self._cur_time)
+                self.over_time.hit(pids, ln, lineno, self._cur_time, Where(buf, ls, le, self._lo, self._serial))
         # expire blocks of other streams that have been quiet for too long
         for stream, blk in list(self.open.items()):
             if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):

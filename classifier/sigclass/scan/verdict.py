@@ -15,7 +15,7 @@ structured outputs, which are written at the end.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
@@ -48,13 +48,13 @@ def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
         f.caveats = [note, *f.caveats]
 
 
-def settle(findings: list[Finding], ledger: Ledger, progress: dict[str | None, list[int]]) -> None:
+def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[str | None, int], int]) -> None:
     """Apply the source-wide verdicts to findings in place (they stay in line order)."""
     if not findings:
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
-    _recovered(findings, progress)
+    _recovered(findings, progress_after)
 
 
 def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
@@ -90,13 +90,12 @@ def _late_roots(findings: list[Finding]) -> None:
             _victim_of(f, nxt)
 
 
-def _recovered(findings: Iterable[Finding], progress: dict[str | None, list[int]]) -> None:
+def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None, int], int]) -> None:
     for f in findings:
         if f.role == "secondary":
             continue
         end = _error_end(f)
         if end is None:
             continue
-        after = sum(1 for no in progress.get(f.worker, []) if no > end)
-        if after >= RECOVERED_AFTER:
+        if progress_after(f.worker, end) >= RECOVERED_AFTER:
             f.status = RECOVERED

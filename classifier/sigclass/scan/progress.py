@@ -1,0 +1,112 @@
+"""Progress and request lines, read only where a verdict needs them.
+
+Step lines and request lines are the most common lines of a run log, so they are not prefilter
+patterns (the per-line Python work would cost more than the whole scan). Instead the rules read them
+from the block of bytes at hand: the tail of every block (the latest progress before whatever comes
+next), the stretch above a heartbeat or a kill (the progress it follows), and the stretch between
+two loads (the requests they served).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from typing import Any
+
+import regex
+
+from sigclass.ledger.patterns import MATCH_TIMEOUT
+from sigclass.text.lines import Line, parse_time, split_line
+
+
+RING = 64  # recent progress lines kept per pattern
+
+
+TAIL_BYTES = 16 << 10  # the end of every block read for its latest progress lines
+
+
+def region_rx(src: str) -> Any:
+    """A rule line pattern compiled for searching a stretch of lines (`^`/`$` at line ends)."""
+    return regex.compile(src, regex.V0 | regex.MULTILINE)
+
+
+def lines_in(rx: Any, buf: bytes, start: int, end: int, last_lineno: int) -> list[tuple[int, str]]:
+    """(line number, line) of the lines of buf[start:end] the regex matches; last_lineno is the number of
+    the last line of the stretch (the one buf[end-1] belongs to)."""
+    text = buf[start:end].decode("utf-8", "replace")
+    if not text:
+        return []
+    total = text.count("\n") + (0 if text.endswith("\n") else 1)
+    out: list[tuple[int, str]] = []
+    prev_a, seen_nl = 0, 0  # newlines before prev_a, counted as the matches move down
+    try:
+        for m in rx.finditer(text, timeout=MATCH_TIMEOUT * 4):
+            a = text.rfind("\n", 0, m.start()) + 1
+            if out and a == prev_a:
+                continue
+            seen_nl += text.count("\n", prev_a, a)
+            prev_a = a
+            b = text.find("\n", m.start())
+            b = len(text) if b == -1 else b
+            out.append((last_lineno - total + 1 + seen_nl, text[a:b]))
+    except TimeoutError:
+        pass
+    return out
+
+
+def count_in(rx: Any, buf: bytes, start: int, end: int) -> int:
+    """How many lines of buf[start:end] the regex matches."""
+    return len(lines_in(rx, buf, start, end, 0)) if end > start else 0
+
+
+class Entry:
+    __slots__ = ("lineno", "text", "wall", "_line")
+
+    def __init__(self, lineno: int, text: str, wall: float) -> None:
+        self.lineno, self.text, self.wall = lineno, text[:2000], wall
+        self._line: Line | None = None
+
+    @property
+    def line(self) -> Line:
+        if self._line is None:
+            self._line = split_line(self.text)
+        return self._line
+
+    @property
+    def worker(self) -> str | None:
+        return self.line.worker
+
+    def own_time(self, year: int | None) -> str | None:
+        """The line's own timestamp (no look-back: the lines around it may be gone)."""
+        return self.line.time_override or parse_time(self.line.content, year)
+
+
+class Recent:
+    """The recent progress lines of one source, per pattern id."""
+
+    def __init__(self) -> None:
+        self.rings: dict[int, list[Entry]] = {}
+        self.clock = _time.monotonic
+
+    def add(self, pid: int, found: list[tuple[int, str]]) -> None:
+        if not found:
+            return
+        wall = self.clock()
+        ring = self.rings.setdefault(pid, [])
+        have = {e.lineno for e in ring}
+        new = [Entry(no, text, wall) for no, text in found if no not in have]
+        if not new:
+            return
+        ring.extend(new)
+        ring.sort(key=lambda e: e.lineno)
+        del ring[:-RING]
+
+    def of(self, pid: int, worker: str | None, before: int | None = None) -> list[Entry]:
+        """The recent lines of a pattern from one worker (lines without a worker prefix count for every
+        worker), optionally only those above a line."""
+        return [e for e in self.rings.get(pid, ()) if (before is None or e.lineno < before)
+                and (e.worker is None or worker is None or e.worker == worker)]
+
+    def after(self, pids: set[int], worker: str | None, line: int) -> int:
+        """How many of the recent lines of any of the patterns, from the worker, lie below a line."""
+        return sum(1 for pid in pids for e in self.rings.get(pid, ())
+                   if e.lineno > line and (e.worker is None or worker is None or e.worker == worker))
