@@ -54,7 +54,7 @@ def scan(
     except KeyError:
         err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
         raise typer.Exit(2) from None
-    from sigclass.scan.overtime import stall_setting
+    from sigclass.scan.stall import stall_setting
 
     try:
         scanner.live_stall = stall_setting(stall)

@@ -11,7 +11,8 @@ from sigclass.records import Finding
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
-from sigclass.scan.overtime import OverTimeState, Where
+from sigclass.scan.overtime import Where
+from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import settle
 from sigclass.scan.triggers import (
