@@ -3,9 +3,9 @@
 - Supersedes at work: a family whose ledger entry supersedes another (tokenizer-reload-per-call over
   vllm-engine-hang) makes that family's findings in the same source its symptoms: secondary, pointing
   at it, with the superseding note as a caveat.
-- Late roots: a victim family (process-killed-by-signal, ...) printed before the root fault it follows
-  (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed rank)
-  becomes a victim of the first root within LATE_ROOT_LINES below it.
+- Late roots: a sibling stopped from outside (process-killed-by-signal) or a dead Ray worker
+  (ray-actor-died) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
+  rank) becomes a victim of the first root within LATE_ROOT_LINES below it.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run.
 
@@ -23,6 +23,12 @@ from sigclass.scan.triggers import EXC_LINE
 
 
 LATE_ROOT_LINES = 200
+
+
+# victims that may be printed before the root fault they follow: a launcher stops the siblings first and
+# names the failed rank after; Ray's raylet reports a dead worker before the worker's own traceback reaches
+# the driver (other victim families, a watchdog timeout say, come after their root)
+LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died"})
 
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
@@ -82,7 +88,7 @@ def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
 
 def _late_roots(findings: list[Finding]) -> None:
     for i, f in enumerate(findings):
-        if f.family_role != "secondary" or f.role == "secondary":
+        if f.family not in LATE_VICTIMS or f.role == "secondary":
             continue
         nxt = next((g for g in findings[i + 1:] if g.family_role == "root" and g.family != "unknown"
                     and g.role != "secondary" and 0 <= g.line - f.end_line <= LATE_ROOT_LINES), None)
