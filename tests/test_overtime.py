@@ -208,3 +208,14 @@ def test_bad_stall_setting_is_one_clear_line():
     r = runner.invoke(app, ["scan", "--stall", "soon", "-"])
     assert r.exit_code == 2 and "--stall takes auto, off or a number of seconds" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_traceback_back_after_a_quiet_spell_is_a_new_episode(scanner):
+    def oom(hh: int) -> str:
+        return (f"2026-04-12 {hh:02d}:00:00 ERROR step failed\nTraceback (most recent call last):\n"
+                '  File "train.py", line 9, in <module>\n    step()\n'
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    fs = scanner.scan_text(oom(9) + oom(9)).findings
+    assert len({f.fingerprint for f in fs}) == 1  # a repeat: folded with the first
+    fs = scanner.scan_text(oom(9) + oom(11)).findings
+    assert [f.family for f in fs] == ["cuda-oom", "cuda-oom"] and fs[0].fingerprint != fs[1].fingerprint

@@ -14,7 +14,7 @@ from sigclass.scan.counted import CountedEvidence
 from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.reader import SourceState
-from sigclass.scan.verdict import settle
+from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
@@ -51,6 +51,7 @@ class ScanState(SourceClock, CountedEvidence):
         self.counts: dict[tuple[str, str | None], list] = {}
         self.counted_last: dict[int, str | None] = {}  # counted evidence: time of its finding's latest line
         self.episodes: dict[tuple, int] = {}  # counted evidence: findings made per key (episodes)
+        self.recurring: dict[tuple, list] = {}  # published failures: when each was last seen, and its episode
         self.declined: set[tuple[str, str | None]] = set()  # counted evidence the learned model abstained on
         self.last_time: str | None = None
         self.first_time: str | None = None
@@ -363,6 +364,7 @@ class ScanState(SourceClock, CountedEvidence):
             self._publish(self.pending.pop(0))
 
     def _publish(self, f: Finding) -> None:
+        recurrence(self.recurring, f)
         if f.family_role == Role.SECONDARY:
             # the latest root of the same worker; else, as in a distributed job, the latest root in the source
             root = next((r for r in reversed(self.roots) if r.worker == f.worker or r.worker is None or f.worker is None),

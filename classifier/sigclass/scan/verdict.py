@@ -6,6 +6,7 @@
 - Late roots: a sibling stopped from outside (process-killed-by-signal) or a dead Ray worker
   (ray-actor-died) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
   rank) becomes a victim of the first root within LATE_ROOT_LINES below it.
+- Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run.
 
@@ -19,7 +20,9 @@ from typing import Callable, Iterable
 
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
+from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.triggers import EXC_LINE
+from sigclass.text.lines import fingerprint
 
 
 LATE_ROOT_LINES = 200
@@ -61,6 +64,21 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
     _supersedes(findings, ledger)
     _late_roots(findings)
     _recovered(findings, progress_after)
+
+
+def recurrence(seen: dict[tuple, list], f: Finding) -> None:
+    """A failure that comes back after a quiet spell (QUIET_SECONDS by the log's timestamps) is a new
+    episode: its fingerprint says so, so that every output shows it as a finding of its own rather than
+    as a repeat of the first."""
+    key = (f.family, f.fingerprint, f.worker)
+    last = seen.get(key)
+    if last is None:
+        seen[key] = [f.time, 1]
+        return
+    if quiet_spell(last[0], f.time):
+        last[1] += 1
+        f.fingerprint = fingerprint([f.fingerprint, f"episode {last[1]}"])
+    last[0] = f.time or last[0]
 
 
 def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
