@@ -128,6 +128,12 @@ def test_story_on_a_pipe():
     _story_verdict(json.loads(r.output)["findings"])
 
 
+def test_story_in_text_says_which_is_the_symptom():
+    r = _pipe(["--signatures", "regex"], STORY)
+    assert "vllm-engine-hang is a symptom of tokenizer-reload-per-call" in r.output
+    assert "1 root, 1 secondary" in r.output
+
+
 def test_story_in_a_run_directory(tmp_path: Path):
     run = tmp_path / "sweep"
     (run / "gpu0").mkdir(parents=True)

@@ -107,6 +107,9 @@ class Writer:
             for f in folded:
                 if f.status == Status.RECOVERED:
                     self._write(f"{f.source}:{f.line}: {f.family} recovered (the worker's progress went on after it)\n")
+                if f.facts.get("symptom_of") and f.root:
+                    self._write(f"{f.source}:{f.line}: {f.family} is a symptom of {f.root['family']} at "
+                                f"{f.root['source']}:{f.root['line']} (superseded)\n")
             roots = sum(1 for f in folded if f.role == "root")
             if folded:
                 self._write(f"{len(folded)} distinct failure(s), {roots} root, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
-from sigclass.scan.overtime import quiet_spell
+from sigclass.scan.overtime import join_open, quiet_spell, register, touch
 from sigclass.text.lines import fingerprint, Line
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
@@ -69,6 +69,7 @@ class CountedEvidence:
             done.lines.append(lineno)
             done.end_line = lineno
             self.counted_last[id(done)] = self._cur_time()
+            touch(self.family_open, done, self.counted_last[id(done)])
             return
         seen = self.counts.setdefault(key, [])
         seen.append((lineno, ln, self._cur_time()))
@@ -85,6 +86,13 @@ class CountedEvidence:
                 del self.counts[key]
                 return
             sig, method, conf = self.sc.ledger[guess[0]], Method.LEARNED, guess[1]
+        joined = join_open(self.family_open, sig.id, ln.worker, [a for a, _, _ in seen], self._cur_time())
+        if joined is not None:  # another rule of the family already has this fault open: one finding
+            self.counters[key] = joined
+            self.counters.setdefault((fam, ln.worker), joined)
+            self.counted_last[id(joined)] = self._cur_time()
+            del self.counts[key]
+            return
         f = self._make(sig, ev, conf, method, first_line, lineno, first_time, ln.worker, ln.stream, None,
                        [x.content for _, x, _ in seen], [x.content for _, x, _ in seen[:1]])
         f.count = len(seen)
@@ -93,6 +101,7 @@ class CountedEvidence:
         if n > 1:
             f.fingerprint = fingerprint([f.fingerprint, f"episode {n}"])
         self.counted_last[id(f)] = self._cur_time()
+        register(self.family_open, f, self.counted_last[id(f)])
         self.counters[key] = f
         self.counters.setdefault((fam, ln.worker), f)
         del self.counts[key]

@@ -49,6 +49,35 @@ def quiet_spell(before: str | None, now: str | None) -> bool:
     return a is not None and b is not None and b - a >= QUIET_SECONDS
 
 
+def join_open(registry: dict, family: str, worker: str | None, lines: list[int], iso: str | None) -> Finding | None:
+    """The family's finding still open on the worker (no quiet spell since its latest evidence), with the
+    new evidence lines added; None when there is none. Counted patterns and over-time rules of one family
+    share it, so one fault is one finding however many of its rules see it."""
+    entry = registry.get((family, worker))
+    if entry is None or quiet_spell(entry[1], iso):
+        return None
+    f = entry[0]
+    new = [no for no in lines if no not in f.lines]
+    if new:
+        f.lines = sorted([*f.lines, *new])
+        f.count += len(new)
+        f.end_line = max(f.end_line, *new)
+    entry[1] = iso or entry[1]
+    return f
+
+
+def register(registry: dict, f: Finding, iso: str | None) -> None:
+    """Record a counted or over-time finding as its family's open finding on its worker."""
+    registry[(f.family, f.worker)] = [f, iso]
+
+
+def touch(registry: dict, f: Finding, iso: str | None) -> None:
+    """New evidence for a registered finding: it stays open from this time."""
+    entry = registry.get((f.family, f.worker))
+    if entry is not None and entry[0] is f and iso:
+        entry[1] = iso
+
+
 def number(text: str | None) -> float | None:
     """A metric value as printed (`nan`, `NaN`, `inf`, `-inf`, `1.2E+00`, `0.0`), or None."""
     if text is None:
@@ -144,6 +173,8 @@ class OverTime:
                         self.fast.add(tid)
                     else:
                         self.by_pid.setdefault(tid, []).append((rule, role))
+        # each metric's value pattern for reading a stretch of lines (gap checks, running medians)
+        self.stretch = {id(r): region_rx(r.pattern.source) for r in self.rules if r.kind == "metric"}
         self.trigger: dict[int, object] = {}
         for pid_, entries in self.by_pid.items():
             rule, role = entries[0]

@@ -7,7 +7,8 @@ from typing import Callable, TYPE_CHECKING
 from sigclass.ledger.overtime import TimeRule
 from sigclass.ledger.patterns import MATCH_TIMEOUT
 from sigclass.scan.overtime import (
-    CROSS_BLOCK_LINES, LOOK_BACK_BYTES, MAX_EVIDENCE, number, OverTime, QUIET_SECONDS, RuleState, Seen, Where,
+    CROSS_BLOCK_LINES, join_open, LOOK_BACK_BYTES, MAX_EVIDENCE, number, OverTime, QUIET_SECONDS, register, RuleState,
+    Seen, touch, Where,
 )
 from sigclass.scan.progress import count_in, lines_in, Recent, TAIL_BYTES
 from sigclass.scan.stall import StallRules
@@ -22,13 +23,14 @@ class OverTimeState(StallRules):
     """The over-time rules' state for one source (a part of `ScanState`)."""
 
     def __init__(self, ot: OverTime, ledger: Ledger, make: Callable[..., Finding], emit: Callable[[Finding], None],
-                 search: Callable, year: Callable[[], int | None]) -> None:
+                 search: Callable, year: Callable[[], int | None], shared: dict) -> None:
         self.ot = ot
         self.ledger = ledger
         self.make = make
         self.emit = emit
         self.search = search
         self.year = year
+        self.shared = shared  # (family, worker) -> [its open finding, time of its latest evidence]
         self.states: dict[tuple[int, str | None], RuleState] = {}
         self.recent = Recent()
         self.progress_pids = {self.ot.pid_of[(id(r), "progress")] for r in ot.rules if r.kind == "stall"}
@@ -116,7 +118,7 @@ class OverTimeState(StallRules):
     def _lines_of(self, rule: TimeRule, text: str, worker: str | None) -> list[float]:
         """The values of the rule's pattern on the lines of a stretch of text, of one worker."""
         out = []
-        for m in rule.pattern.compiled.finditer(text, timeout=MATCH_TIMEOUT):
+        for m in self.ot.stretch[id(rule)].finditer(text, timeout=MATCH_TIMEOUT):
             a = text.rfind("\n", 0, m.start()) + 1
             b = text.find("\n", m.start())
             ln = split_line(text[a:] if b == -1 else text[a:b])
@@ -197,9 +199,16 @@ class OverTimeState(StallRules):
             f.lines.append(seen.lineno)
             f.end_line = max(f.end_line, seen.lineno)
         st.last = seen.time if seen.time is not None else st.last
+        touch(self.shared, f, seen.iso)
         return True
 
     def _fire(self, rule: TimeRule, st: RuleState, run: list[Seen], seen: Seen) -> None:
+        joined = join_open(self.shared, rule.family, seen.line.worker, [x.lineno for x in run] + [seen.lineno], seen.iso)
+        if joined is not None:  # the family already has this fault open on the worker: one finding
+            st.fired, st.last = joined, seen.time
+            if rule.kind != "rate":
+                run.clear()
+            return
         sig = self.ledger[rule.family]
         ev = [s.line.content for s in run[:MAX_EVIDENCE]]
         if seen not in run[:MAX_EVIDENCE]:
@@ -215,6 +224,7 @@ class OverTimeState(StallRules):
         if rule.note:
             f.caveats = [rule.note, *f.caveats]
         st.fired, st.last = f, seen.time
+        register(self.shared, f, seen.iso)
         if rule.kind != "rate":  # loads keep counting against the items served
             run.clear()
         self.emit(f)

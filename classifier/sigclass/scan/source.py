@@ -49,6 +49,7 @@ class ScanState(SourceClock, CountedEvidence):
         self._cur: tuple[bytes, int, Line] | None = None
         self.bytes_seen = 0
         self.counts: dict[tuple[str, str | None], list] = {}
+        self.family_open: dict[tuple, list] = {}  # counted and over-time findings still open, per family and worker
         self.counted_last: dict[int, str | None] = {}  # counted evidence: time of its finding's latest line
         self.episodes: dict[tuple, int] = {}  # counted evidence: findings made per key (episodes)
         self.recurring: dict[tuple, list] = {}  # published failures: when each was last seen, and its episode
@@ -58,7 +59,7 @@ class ScanState(SourceClock, CountedEvidence):
         self.year: int | None = None
         self.live_clock = _time.monotonic
         self.over_time = OverTimeState(scanner.over_time, scanner.ledger, self._make, self._emit, scanner.guard.search,
-                                       lambda: self.year)
+                                       lambda: self.year, self.family_open)
         self._serial = 0  # blocks fed so far: over-time rules compare lines within one block
 
     # ------------------------------------------------------------------ feeding

@@ -98,6 +98,7 @@ def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
                     continue
                 note = f"symptom of {fam} (superseded): {s.note}" if s.note else f"symptom of {fam} (superseded)"
                 _victim_of(victim, root, note)
+                victim.facts = {**victim.facts, "symptom_of": fam}
         # the supersede note says which explanation was the red herring: the root carries it
         for s in sig.supersedes:
             if s.id in by_family and s.note and s.note not in root.caveats:
