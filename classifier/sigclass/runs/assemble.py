@@ -177,7 +177,7 @@ def _defining(findings: list[Finding]) -> Finding | None:
     A family that another finding of the unit supersedes (ledger `supersedes` /
     `superseded_by`) gives way to it; a red-herring entry gives way to an active one.
     """
-    findings = [f for f in findings if f.status != "recovered"]  # the worker's progress went on after it
+    findings = [f for f in findings if f.status != Status.RECOVERED]  # the worker's progress went on after it
     if not findings:
         return None
     fams = {f.family for f in findings}

@@ -13,6 +13,7 @@ from sigclass.scan.overtime import (
 from sigclass.scan.progress import count_in, lines_in, Recent, TAIL_BYTES
 from sigclass.scan.stall import StallRules
 from sigclass.text.lines import Line, split_line
+from sigclass.vocab import Method
 
 if TYPE_CHECKING:
     from sigclass.ledger.pack import Ledger
@@ -216,7 +217,7 @@ class OverTimeState(StallRules):
         st.episodes += 1
         key = [f"{rule.kind} {rule.name}"] + ([f"episode {st.episodes}"] if st.episodes > 1 else [])
         first = run[0]
-        f = self.make(sig, ev, 1.0, "regex", first.lineno, seen.lineno, first.iso, seen.line.worker, seen.line.stream,
+        f = self.make(sig, ev, 1.0, Method.REGEX, first.lineno, seen.lineno, first.iso, seen.line.worker, seen.line.stream,
                       None, [s.line.body for s in run], key)
         f.count = len(run)
         f.lines = sorted({s.lineno for s in run} | {seen.lineno})

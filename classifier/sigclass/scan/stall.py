@@ -6,6 +6,7 @@ from __future__ import annotations
 from sigclass.ledger.overtime import TimeRule
 from sigclass.scan.overtime import LOOK_BACK_BYTES, RuleState, Seen, seconds, Where
 from sigclass.scan.progress import Entry, lines_in
+from sigclass.vocab import Method
 
 
 LIVE_STALL_FACTOR = 5.0  # --stall auto: a worker silent this many times its usual progress interval ...
@@ -101,7 +102,7 @@ class StallRules:
         note = (f"provisional: no progress line from {who} for {silent:.0f} s on a live pipe (limit {limit:.0f} s); "
                 "reported while the process may still be running, and not withdrawn if progress resumes")
         ln = last.line
-        f = self.make(self.ledger[family], [ln.content, f"(no progress for {silent:.0f} s)"], 0.5, "regex",
+        f = self.make(self.ledger[family], [ln.content, f"(no progress for {silent:.0f} s)"], 0.5, Method.REGEX,
                       last.lineno, last.lineno, last.own_time(self.year()), worker, ln.stream, None, [ln.body],
                       ["live stall", worker or ""])
         f.caveats = [note, *f.caveats]

@@ -23,6 +23,7 @@ from sigclass.records import Finding
 from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.triggers import EXC_LINE
 from sigclass.text.lines import fingerprint
+from sigclass.vocab import Role, Status, UNKNOWN
 
 
 LATE_ROOT_LINES = 200
@@ -37,9 +38,6 @@ LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died"})
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
 
-RECOVERED = "recovered"
-
-
 def _error_end(f: Finding) -> int | None:
     """The line of the finding's last traceback or exception line (a block may run on over later lines), or None
     when its block has none (a NaN loss line or a kill is no error a run can step over)."""
@@ -51,7 +49,7 @@ def _error_end(f: Finding) -> int | None:
 
 
 def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
-    f.role = "secondary"
+    f.role = Role.SECONDARY
     f.root = root.pointer()
     if note:
         f.caveats = [note, *f.caveats]
@@ -89,12 +87,12 @@ def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
         sig = ledger.signatures.get(fam)
         if sig is None or not mine:
             continue
-        root = next((f for f in mine if f.role != "secondary"), None)
+        root = next((f for f in mine if f.role != Role.SECONDARY), None)
         if root is None:
             continue
         for s in sig.supersedes:
             for victim in by_family.get(s.id, ()):
-                if victim.role == "secondary" and victim.root and victim.root.get("family") == fam:
+                if victim.role == Role.SECONDARY and victim.root and victim.root.get("family") == fam:
                     continue
                 note = f"symptom of {fam} (superseded): {s.note}" if s.note else f"symptom of {fam} (superseded)"
                 _victim_of(victim, root, note)
@@ -107,20 +105,20 @@ def _supersedes(findings: list[Finding], ledger: Ledger) -> None:
 
 def _late_roots(findings: list[Finding]) -> None:
     for i, f in enumerate(findings):
-        if f.family not in LATE_VICTIMS or f.role == "secondary":
+        if f.family not in LATE_VICTIMS or f.role == Role.SECONDARY:
             continue
-        nxt = next((g for g in findings[i + 1:] if g.family_role == "root" and g.family != "unknown"
-                    and g.role != "secondary" and 0 <= g.line - f.end_line <= LATE_ROOT_LINES), None)
+        nxt = next((g for g in findings[i + 1:] if g.family_role == Role.ROOT and g.family != UNKNOWN
+                    and g.role != Role.SECONDARY and 0 <= g.line - f.end_line <= LATE_ROOT_LINES), None)
         if nxt is not None:
             _victim_of(f, nxt)
 
 
 def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None, int], int]) -> None:
     for f in findings:
-        if f.role == "secondary":
+        if f.role == Role.SECONDARY:
             continue
         end = _error_end(f)
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:
-            f.status = RECOVERED
+            f.status = Status.RECOVERED
