@@ -225,3 +225,12 @@ def test_a_traceback_back_after_a_quiet_spell_is_a_new_episode(scanner):
     assert len({f.fingerprint for f in fs}) == 1  # a repeat: folded with the first
     fs = scanner.scan_text(oom(9) + oom(11)).findings
     assert [f.family for f in fs] == ["cuda-oom", "cuda-oom"] and fs[0].fingerprint != fs[1].fingerprint
+
+
+def test_a_recovered_error_does_not_fail_its_unit(tmp_path: Path):
+    run = tmp_path / "sweep"
+    (run / "gpu0").mkdir(parents=True)
+    (run / "gpu0" / "shard_0.log").write_text(RECOVERED)
+    (run / "gpu0" / "shard_1.log").write_text(RECOVERED.rsplit("{'loss'", 2)[0])
+    units = {u.unit: u for u in sigclass.analyze_run(run, signatures="regex").units}
+    assert units["0"].status != "failed" and units["1"].status == "failed"
