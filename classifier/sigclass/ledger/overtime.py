@@ -22,9 +22,7 @@ from sigclass.ledger.patterns import Collector, compile_pattern, KNOWN_VALID, Pa
 
 KINDS = ("metric", "storm", "stall", "rate")
 
-
 CONDITIONS = ("nan", "inf", "nonfinite", "spike", "at_most", "at_least")
-
 
 # which keys each kind takes (besides kind, name, note) and which it needs
 _KEYS: dict[str, tuple[set[str], set[str]]] = {

@@ -25,12 +25,9 @@ if TYPE_CHECKING:
 
 OT_BASE = 1 << 19  # prefilter ids of over-time rule lines (ledger patterns sit below, built-in triggers above)
 
-
 QUIET_SECONDS = 1800.0  # evidence quiet this long ends an episode: the next one is a new finding
 
-
 MAX_EVIDENCE = 3
-
 
 
 def seconds(t: str | None) -> float | None:
@@ -91,9 +88,7 @@ def number(text: str | None) -> float | None:
 
 CROSS_BLOCK_LINES = 200  # met steps in two different read blocks count as consecutive when this close
 
-
 LOOK_BACK_BYTES = 256 << 10  # a spike's running median is read from the step lines this far above it
-
 
 _NONFINITE = r"(?P<value>[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity))"
 

@@ -20,7 +20,6 @@ from sigclass.text.lines import Line, parse_time, split_line
 
 RING = 64  # recent progress lines kept per pattern
 
-
 TAIL_BYTES = 16 << 10  # the end of every block read for its latest progress lines
 
 

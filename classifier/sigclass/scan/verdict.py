@@ -28,12 +28,10 @@ from sigclass.vocab import Role, Status, UNKNOWN
 
 LATE_ROOT_LINES = 200
 
-
 # victims that may be printed before the root fault they follow: a launcher stops the siblings first and
 # names the failed rank after; Ray's raylet reports a dead worker before the worker's own traceback reaches
 # the driver (other victim families, a watchdog timeout say, come after their root)
 LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died"})
-
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
