@@ -362,3 +362,20 @@ def test_only_protocol_on_stdout(tree, sigclass_exe):
     assert "Traceback" not in err, err
     assert proc.returncode == 0, err
 
+
+
+def test_the_run_check_limits_exactly_the_log_sources_of_the_run_layouts(tree, tmp_path: Path):
+    """Only files the run layouts call log sources count against --max-bytes; others are never read."""
+    from sigclass.runs.layouts import is_source
+
+    run = tree["root"] / "runs" / "mixed"
+    (run / "worker_0").mkdir(parents=True)
+    (run / "worker_0" / "shard_0.log").write_text(OOM)
+    big = "x" * (LIMIT + 1)
+    (run / "worker_0" / "weights.bin").write_text(big)
+    assert not is_source("weights.bin") and is_source("shard_9.out.zst")
+    tools = Tools(Config(roots=[tree["root"]], max_bytes=LIMIT, max_text_bytes=LIMIT))
+    assert tools.analyze_run({"path": str(run)})["units"]
+    (run / "worker_0" / "shard_9.out.zst").write_text(big)
+    with pytest.raises(InputError, match=r"shard_9.out.zst is .* per file \(--max-bytes\)"):
+        tools.analyze_run({"path": str(run)})

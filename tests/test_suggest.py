@@ -130,3 +130,30 @@ def test_a_single_failure_is_not_drafted(tmp_path: Path):
     r = runner.invoke(app, ["suggest", str(log), "--out", str(tmp_path / "d")])
     assert r.exit_code == 0 and "nothing to draft" in r.output
     assert not (tmp_path / "d").exists()
+
+
+def test_sources_read_runs_and_workers_through_the_run_layouts(tmp_path: Path):
+    """suggest sees the files `sigclass runs` sees, and names runs and workers by the same layout rules."""
+    from sigclass.authoring.suggest import sources
+    from sigclass.runs.discover import plan_run
+
+    top = tmp_path / "sweep"
+    for rel in ("run-a/worker_0/shard_1.log", "run-a/worker_1/shard_2.log.gz", "run-b/slurm-77_3.out",
+                "run-b/notes.md", "run-c/gpu3.log", "run-c/extra/shard_4.log"):
+        f = top / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("INFO x\n")
+    got = {str(f.relative_to(top)): (Path(run).name, worker) for f, run, worker in sources([top])}
+    assert set(got) == set(plan_run(str(top)).sources)
+    assert got == {
+        "run-a/worker_0/shard_1.log": ("run-a", "worker_0"),
+        "run-a/worker_1/shard_2.log.gz": ("run-a", "worker_1"),
+        "run-b/slurm-77_3.out": ("run-b", "3"),  # an array task is its own worker, as in `sigclass runs`
+        "run-c/gpu3.log": ("run-c", "gpu3"),
+        "run-c/extra/shard_4.log": ("run-c", None),
+    }
+    # one run directory given directly (worker folders at its top) stays one run
+    one = {(Path(run).name, worker) for _, run, worker in sources([top / "run-a"])}
+    assert one == {("run-a", "worker_0"), ("run-a", "worker_1")}
+    single = sources([top / "run-b" / "slurm-77_3.out"])
+    assert [(Path(r).name, w) for _, r, w in single] == [("run-b", "3")]

@@ -305,7 +305,7 @@ class Tools:
         Done before the analysis lists or opens anything, so a link to `/` is
         never walked and a huge file is never read.
         """
-        from sigclass.scan.reader import is_log_name
+        from sigclass.runs.layouts import is_source
 
         seen: set[tuple[int, int]] = set()
         stack = [top]
@@ -340,7 +340,7 @@ class Tools:
                     continue  # dangling link or vanished: reported by the analysis
                 if stat.S_ISDIR(est.st_mode):
                     stack.append(Path(e.path))
-                elif stat.S_ISREG(est.st_mode) and is_log_name(e.name) and est.st_size > self.config.max_bytes:
+                elif stat.S_ISREG(est.st_mode) and is_source(e.name) and est.st_size > self.config.max_bytes:
                     raise InputError(f"{raw}: {rel} is {_mib(est.st_size)}, over the limit of "
                                      f"{_mib(self.config.max_bytes)} per file (--max-bytes)")
 

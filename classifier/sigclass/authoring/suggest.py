@@ -23,13 +23,11 @@ import regex
 import yaml
 
 from sigclass.errors import InputError
-from sigclass.scan.reader import is_log_name
+from sigclass.runs.layouts import identify, is_source, run_of
 from sigclass.text.lines import mask, MASKS
 from sigclass.vocab import Role, SignatureMode, Status
 
 MAX_KEY_CHARS = 200
-_WORKER_DIR = re.compile(r"^(?:worker|gpu|rank|node|host)[-_]?[A-Za-z0-9-]*$", re.I)
-_WORKER_FILE = re.compile(r"^(?:worker|gpu|rank)[-_]?(?P<n>[0-9]+)", re.I)
 _SECONDARY_HINTS = re.compile(
     r"SIGTERM|SIGKILL|[Ss]ignal 15|ChildFailedError|[Ww]atchdog|EngineDead|died unexpectedly|ActorDied|RayActorError"
     r"|remote process exited|closing signal|[Bb]roken pipe|[Cc]onnection reset by peer|peer closed|because .* (?:died|failed)"
@@ -96,35 +94,32 @@ class Draft:
 # --------------------------------------------------------------------------- grouping
 
 def _log_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file() and is_log_name(p.name))
+    return sorted(p for p in path.rglob("*") if p.is_file() and is_source(p.name))
 
 
 def sources(paths: Iterable[str | Path]) -> list[tuple[Path, str, str | None]]:
-    """(file, run, worker-from-path) for every log source under the given files or run directories."""
+    """(file, run, worker-from-path) for every log source under the given files or run directories.
+
+    A directory is one run, or a folder of runs; which it is, which files are
+    sources and what their paths say of the worker is read by `runs.layouts`,
+    the same rules `sigclass runs` follows.
+    """
+    from sigclass.runs.discover import plan_run
+
     out: list[tuple[Path, str, str | None]] = []
     for p in map(Path, paths):
         if p.is_file():
-            out.append((p, str(p.parent), _worker_of(p.parent.name, p.name)))
+            rel = f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+            out.append((p, str(p.parent), identify(rel).worker))
         elif p.is_dir():
-            for f in _log_files(p):
-                rel = f.relative_to(p).parts
-                if len(rel) == 1 or _WORKER_DIR.match(rel[0]):
-                    run = str(p)
-                    worker = _worker_of(rel[0] if len(rel) > 1 else "", f.name)
-                else:
-                    run = str(p / rel[0])
-                    worker = _worker_of(rel[-2] if len(rel) > 2 else "", f.name)
-                out.append((f, run, worker))
+            for rel in plan_run(str(p)).sources:
+                sub = run_of(rel)
+                run = p if sub is None else p / sub
+                inner = rel if sub is None else rel[len(sub) + 1:]
+                out.append((p / rel, str(run), identify(inner).worker))
         else:
             raise InputError(f"{p}: no such file or directory; name log files or run directories")
     return out
-
-
-def _worker_of(folder: str, name: str) -> str | None:
-    if folder and _WORKER_DIR.match(folder):
-        return folder
-    m = _WORKER_FILE.match(name)
-    return m.group(0) if m else None
 
 
 def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:

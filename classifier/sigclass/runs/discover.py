@@ -7,7 +7,8 @@ import errno
 import os
 import stat
 
-from sigclass.scan.reader import is_log_name, LOG_SUFFIXES
+from sigclass.runs.layouts import is_source
+from sigclass.scan.reader import LOG_SUFFIXES
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ def _walk(root: str, rel: str, ancestors: set[tuple[int, int]], sources: list[tu
                 continue  # vanished while listing
             if exc.errno == errno.ELOOP:
                 problems.append(f"{relp}: symlink loop; skipped")
-            elif is_log_name(e.name):
+            elif is_source(e.name):
                 problems.append(f"{relp}: dangling symlink (its target does not exist); skipped")
             continue
         if stat.S_ISDIR(st.st_mode):
@@ -81,7 +82,7 @@ def _walk(root: str, rel: str, ancestors: set[tuple[int, int]], sources: list[tu
                 continue
             _walk(root, relp, ancestors | {key}, sources, problems)
             continue
-        if not is_log_name(e.name):
+        if not is_source(e.name):
             continue
         if not stat.S_ISREG(st.st_mode):
             problems.append(f"{relp}: {file_kind(st.st_mode)}, not a regular file; not opened")

@@ -5,6 +5,11 @@ worker folders; one file per worker with shard markers inside; one combined
 torchrun / MPI / Ray log whose line prefixes name the ranks; Slurm array files
 (`slurm-<job>_<task>.out`); JSON-lines events with worker and unit fields.
 A `Layout` adds the user's own unit / worker patterns.
+
+This module is the one place that reads layouts: `runs`, `suggest` and the
+MCP server's run-directory check all ask it which files are log sources
+(`is_source`), which folder is a run (`run_of`) and what a path names
+(`identify`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass
 import re
 
 from sigclass.errors import InputError
-from sigclass.scan.reader import COMPRESSED, LOG_SUFFIXES
+from sigclass.scan.reader import COMPRESSED, is_log_name, LOG_SUFFIXES
 
 
 # Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
@@ -57,6 +62,23 @@ class Identity:
     kind: str
     unit: str | None
     worker: str | None
+
+
+def is_source(name: str) -> bool:
+    """A file of this name under a run directory is a log source (runs.md, "Log sources")."""
+    return is_log_name(name)
+
+
+def run_of(rel: str) -> str | None:
+    """For a source at `rel` under a folder that holds one run or several: the top folder that is a run of its own.
+
+    None when the source belongs to the folder itself: it sits at the top, or
+    under a worker folder (`DIR/worker_3/shard_1.log` is a run's layout).
+    """
+    parts = rel.split("/")
+    if len(parts) == 1 or WORKER_NAME.match(parts[0]):
+        return None
+    return parts[0]
 
 
 def file_stem(name: str) -> str:
