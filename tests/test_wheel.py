@@ -68,6 +68,15 @@ def test_wheel_contains_the_ledger_and_its_examples(wheel: Path):
     assert not any(n.startswith("classifier/") for n in names)
 
 
+def test_wheel_carries_the_report_templates_and_assets(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {p.relative_to(REPO / "classifier").as_posix()
+               for p in (REPO / "classifier" / "sigclass" / "outputs" / "report" / "templates").iterdir()}
+    assert {"sigclass/outputs/report/templates/page.html.j2", "sigclass/outputs/report/templates/report.css",
+            "sigclass/outputs/report/templates/report.js"} <= shipped
+    assert shipped <= names, sorted(shipped - names)
+
+
 def test_wheel_carries_the_license_as_an_spdx_expression(wheel: Path):
     zf = zipfile.ZipFile(wheel)
     (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
@@ -111,3 +120,12 @@ def test_installed_wheel_runs_outside_the_repo(wheel: Path, tmp_path: Path):
     p = subprocess.run([str(env_dir / "bin" / "sigclass"), "ledger", "list"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "vllm-h100-prefix-cache-ima" in p.stdout
+    run = tmp_path / "run" / "worker_0"
+    run.mkdir(parents=True)
+    (run / "shard_1.log").write_text("[shard 1] starting\n" + OOM)
+    page = tmp_path / "report.html"
+    p = subprocess.run([str(env_dir / "bin" / "sigclass"), "report", str(run.parent), "--out", str(page), "-j", "1"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr  # failures found, the page written from the wheel's templates
+    html_text = page.read_text(encoding="utf-8")
+    assert 'data-family="cuda-oom"' in html_text and "<svg" in html_text and "</html>" in html_text

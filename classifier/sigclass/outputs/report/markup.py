@@ -1,12 +1,21 @@
-"""Escaping, ids and attributes: every piece of log text goes through `html.escape`, every attribute is quoted."""
+"""Escaping, ids and attributes, and the jinja2 environment of the report's templates.
+
+The templates are rendered with autoescaping: every value a template prints
+goes through `esc` (`html.escape`, quotes included) unless it is already
+markup (the `attrs` helper's output), every attribute is quoted.
+"""
 
 from __future__ import annotations
 
+import functools
 import html
 import re
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
-from sigclass.outputs.report.geometry import Layout
+if TYPE_CHECKING:
+    import jinja2
+
+    from sigclass.outputs.report.geometry import Layout
 
 
 ID_BAD = re.compile(r"[^A-Za-z0-9_-]+")
@@ -37,3 +46,27 @@ def attrs(**kw: Any) -> str:
         name = k.rstrip("_").replace("_", "-")
         out.append(f'{name}="{esc(v)}"')
     return " ".join(out)
+
+
+@functools.cache
+def environment() -> "jinja2.Environment":
+    """The templates of the report (package files), autoescaped through `esc`; undefined names are errors."""
+    import jinja2
+    from markupsafe import Markup
+
+    def finalize(value: Any) -> Any:
+        return value if hasattr(value, "__html__") else Markup(esc(value))
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("sigclass.outputs.report", "templates"),
+        autoescape=True,
+        finalize=finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals["attrs"] = lambda **kw: Markup(attrs(**kw))
+    env.filters["px0"] = lambda v: f"{v:.0f}"
+    env.filters["px1"] = lambda v: f"{v:.1f}"
+    return env
