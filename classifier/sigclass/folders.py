@@ -1,5 +1,10 @@
 """The per-user folders sigclass writes to: a cache (compiled pattern databases, validated patterns) and a data folder
-(the list of trusted model files)."""
+(the list of trusted model files).
+
+Where they are is the platform's convention, through platformdirs (on Linux the XDG base directories:
+$XDG_CACHE_HOME/sigclass or ~/.cache/sigclass, $XDG_DATA_HOME/sigclass or ~/.local/share/sigclass).
+$SIGCLASS_CACHE_DIR and $SIGCLASS_DATA_DIR override them.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +14,26 @@ from pathlib import Path
 CACHE_ENV = "SIGCLASS_CACHE_DIR"
 DATA_ENV = "SIGCLASS_DATA_DIR"
 
+APP = "sigclass"
+
 
 def cache_dir() -> Path | None:
-    """$SIGCLASS_CACHE_DIR, else $XDG_CACHE_HOME/sigclass, else ~/.cache/sigclass; None when set to "", "0" or "off"."""
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sigclass")
-    if base in ("", "0", "off"):
+    """$SIGCLASS_CACHE_DIR, else the platform's user cache folder for sigclass; None when set to "0" or "off"."""
+    env = os.environ.get(CACHE_ENV)
+    if env in ("0", "off"):
         return None
-    return Path(base)
+    if env:
+        return Path(env)
+    import platformdirs  # here, not at import: only a scan that caches needs it
+
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
 
 
 def data_dir() -> Path:
-    """$SIGCLASS_DATA_DIR, else $XDG_DATA_HOME/sigclass, else ~/.local/share/sigclass."""
+    """$SIGCLASS_DATA_DIR, else the platform's user data folder for sigclass."""
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
-    return base / "sigclass"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP, appauthor=False))
