@@ -261,9 +261,9 @@ def test_sample_runs_fit_the_run_schema():
         d = sigclass.analyze_run(run, n_jobs=1).to_dict()
         validate(d, schemas.RUN)
         for u in d["units"]:
-            assert set(u) <= set(schemas.RUN["$defs"]["unit"]["properties"]), run.name
+            assert set(u) <= set(schemas.RUN["properties"]["units"]["items"]["properties"]), run.name
         for r in d["roots"]:
-            assert set(r) <= set(schemas.RUN["$defs"]["root"]["properties"]), run.name
+            assert set(r) <= set(schemas.RUN["properties"]["roots"]["items"]["properties"]), run.name
 
 
 # --------------------------------------------------------------------------- schemas
@@ -282,7 +282,7 @@ def test_schemas_describe_every_emitted_field():
     run_keys = set(api.RunAnalysis("r", "p", (), (), (), (), "").to_dict())
     assert set(schemas.RUN["properties"]) == run_keys
     root = api.RootFault("1", None, "cuda-oom", None, None, (), (), None, None, "", (), ())
-    assert set(schemas.RUN["$defs"]["root"]["properties"]) == set(root.to_dict())
+    assert set(schemas.RUN["properties"]["roots"]["items"]["properties"]) == set(root.to_dict())
 
 
 def test_schema_rejects_a_wrong_finding():

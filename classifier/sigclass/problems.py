@@ -54,6 +54,23 @@ class ProblemLine(str):
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
 
+    @classmethod
+    def from_dict(cls, d: Any) -> ProblemLine:
+        return from_dict(d)
+
+    @classmethod
+    def __json_schema__(cls) -> dict[str, Any]:
+        """The JSON Schema of a problem record (`sigclass.typeschema` reads it)."""
+        return {
+            "type": "object",
+            "required": ["path", "kind", "message"],
+            "properties": {
+                "path": {"type": ["string", "null"], "description": "The file the problem is about (null: not about one file)."},
+                "kind": {"enum": list(KIND_NAMES)},
+                "message": {"type": "string", "description": "What happened and what was done, for people."},
+            },
+        }
+
 
 def split(line: str) -> tuple[str | None, str]:
     """(path, message) of a problem line; the path is the part before the first `: ` when it names a file."""

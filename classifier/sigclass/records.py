@@ -1,53 +1,77 @@
-"""The records sigclass emits: one Finding per failure; per run directory, its Units, RootFaults, Systematic faults, the Run and a Batch of runs."""
+"""The records sigclass emits: one Finding per failure; per run directory, its Units, RootFaults, Systematic faults, the Run and a Batch of runs.
+
+Each record's JSON is its fields in order, less those marked internal; their
+annotations (with `J` keywords) are the JSON types. The JSON Schemas
+(`outputs/schemas.py`) and the API's frozen results (`results.py`) are derived
+from these classes by `sigclass.typeschema`, so a field is declared once.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, Sequence, TypedDict
 
-from sigclass.problems import to_dicts
-from sigclass.vocab import Role, UnitRole, UnitStatus
+from sigclass.problems import ProblemLine, to_dicts
+from sigclass.typeschema import INTERNAL, J, json_keys, plain
+from sigclass.vocab import Method, Role, Status, UnitRole, UnitStatus
 
 if TYPE_CHECKING:
     from sigclass.text.prefixes import Stream
 
-FINDING_KEYS = (
-    "family", "title", "role", "status", "confidence", "method", "source", "line", "end_line",
-    "time", "worker", "evidence", "fingerprint", "count", "lines", "mitigation", "probes",
-    "caveats", "supersedes", "superseded_by", "root", "unit",
-)
+
+class Supersede(TypedDict):
+    """A supersede link of the ledger: the other family and why."""
+
+    id: str
+    note: str
+
+
+class Pointer(TypedDict):
+    """Where a root fault was seen (`Finding.pointer()`)."""
+
+    source: str
+    line: int
+    family: str
+    fingerprint: str
+    worker: NotRequired[str | None]
+
+
+Line = Annotated[int, J(minimum=0)]
 
 
 @dataclass(slots=True)
 class Finding:
-    family: str
+    family: Annotated[str, J(description="Family id from the ledger, or 'unknown'.")]
     title: str
-    role: str  # root | secondary (secondary: follows a root fault of the same worker)
-    status: str  # active | red-herring | retired | unknown
-    confidence: float
-    method: str  # regex | learned | none
-    source: str
-    line: int
-    end_line: int
-    time: str | None
+    role: Annotated[Role, J(description="secondary: this failure follows a root fault (see 'root'); root otherwise.")]
+    status: Annotated[Status, J(description="The ledger status of the family; 'unknown' for a failure no family explains; "
+                                            "'recovered' for an error after which the same worker's progress went on.")]
+    confidence: Annotated[float, J(minimum=0, maximum=1)]
+    method: Method  # regex | learned | none
+    source: Annotated[str, J(description="The log file, or '<text>' for text given inline.")]
+    line: Line
+    end_line: Line
+    time: Annotated[str | None, J(description="ISO-8601 time of the failure, when the log shows one.")]
     worker: str | None
-    evidence: list[str]
-    fingerprint: str
-    mitigation: str = ""
-    probes: list[str] = field(default_factory=list)
+    evidence: Annotated[list[str], J(description="The log lines that matched.")]
+    fingerprint: Annotated[str, J(description="Stable hash of the masked key lines: repeats share it.")]
+    count: Annotated[int, J(minimum=1, description="Occurrences folded into this finding.")] = 1
+    lines: list[Line] = field(default_factory=list)
+    mitigation: Annotated[str, J(description="What to do about it.")] = ""
+    probes: Annotated[list[str], J(description="What to check first, before any code hunt.")] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
-    supersedes: list[dict[str, str]] = field(default_factory=list)
-    superseded_by: list[dict[str, str]] = field(default_factory=list)
-    family_role: str = Role.ROOT  # the ledger's role for the family
-    root: dict[str, Any] | None = None
-    count: int = 1
-    lines: list[int] = field(default_factory=list)
+    supersedes: list[Supersede] = field(default_factory=list)
+    superseded_by: list[Supersede] = field(default_factory=list)
+    root: Annotated[Pointer | None, J(description="For a secondary finding: the root fault it follows.")] = None
     unit: str | None = None
-    stream: Stream | None = None
-    block: list[str] = field(default_factory=list)  # the normalised failure block
-    facts: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # e.g. a condition met by a fact another worker printed
-    workers: list[str] = field(default_factory=list)  # every worker of the folded repeats, first seen first
+    workers: Annotated[list[str], J(description="Every worker whose repeats are folded into this finding.")] = field(
+        default_factory=list)  # first seen first
+    facts: Annotated[dict[str, str], J(description="Context the log states (GPU model, engine version, ...).")] = field(
+        default_factory=dict)
+    family_role: str = field(default=Role.ROOT, metadata=INTERNAL)  # the ledger's role for the family
+    stream: Stream | None = field(default=None, metadata=INTERNAL)
+    block: list[str] = field(default_factory=list, metadata=INTERNAL)  # the normalised failure block
+    notes: list[str] = field(default_factory=list, metadata=INTERNAL)  # e.g. a condition met by a fact another worker printed
 
     def to_dict(self, *, block: bool = False) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in FINDING_KEYS}
@@ -65,6 +89,9 @@ class Finding:
     def pointer(self) -> dict[str, Any]:
         return {"source": self.source, "line": self.line, "family": self.family,
                 "fingerprint": self.fingerprint, "worker": self.worker}
+
+
+FINDING_KEYS = json_keys(Finding)
 
 
 def fold(findings: list[Finding]) -> list[Finding]:
@@ -89,22 +116,6 @@ def fold(findings: list[Finding]) -> list[Finding]:
 
 STATUSES = tuple(UnitStatus)
 
-# The JSON shape of each run record, in output order: the internal records (here) and the API's frozen results
-# (results.py) both write exactly these keys.
-UNIT_KEYS = ("unit", "worker", "status", "family", "role", "root", "time", "fingerprint", "evidence", "source", "line")
-ROOT_FAULT_KEYS = ("unit", "worker", "family", "time", "fingerprint", "victims", "evidence", "source", "line",
-                   "mitigation", "probes", "notes", "caveats", "superseded_by")
-RUN_KEYS = ("run", "path", "units", "roots", "systematic", "problems", "summary")
-
-
-def plain(value: Any) -> Any:
-    """A field as plain JSON: records by their `to_dict()`, sequences as lists, the rest as it is."""
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if to_dict is not None else value
-
-
 def shape(record: Any, keys: Sequence[str]) -> dict[str, Any]:
     """The record's JSON object: these keys, in this order."""
     return {k: plain(getattr(record, k)) for k in keys}
@@ -120,26 +131,30 @@ def systematic_dict(family: str, workers: int, fingerprint: str | None) -> dict[
 ROLES = tuple(UnitRole)
 
 
+NullStr = str | None
+Optional = J(required=False)  # a key older outputs may lack: not in the object's `required` list
+
+
 @dataclass(slots=True)
 class Unit:
     """One unit of a run and what became of it."""
 
     unit: str
     worker: str | None
-    status: str  # ok | failed | incomplete
-    family: str | None = None
-    role: str | None = None  # root | cascade | None
-    root: str | None = None  # the root unit's id, for a cascade victim
-    time: str | None = None
-    fingerprint: str | None = None
-    evidence: list[str] = field(default_factory=list)
-    source: str | None = None
-    line: int | None = None
-    start: str | None = None  # start time (ordering within a worker)
-    order: tuple = ()
-    distributed: bool = False  # a rank of a distributed job (its id is the rank / pid / task)
-    finding: Finding | None = None  # the finding that names its family
-    facts: dict[str, str] = field(default_factory=dict)  # context facts: its own log's, then its node's and job's
+    status: UnitStatus
+    family: Annotated[str | None, J(description="The family of the error the unit printed itself (null: none seen).")] = None
+    role: Annotated[UnitRole | None, J(description="cascade: a victim of the root fault named in 'root'.")] = None
+    root: Annotated[NullStr, J(required=False, description="For a cascade victim: the unit of its root fault.")] = None
+    time: Annotated[NullStr, Optional] = None
+    fingerprint: Annotated[NullStr, Optional] = None
+    evidence: Annotated[list[str], Optional] = field(default_factory=list)
+    source: Annotated[NullStr, Optional] = None
+    line: Annotated[int | None, Optional] = None
+    start: str | None = field(default=None, metadata=INTERNAL)  # start time (ordering within a worker)
+    order: tuple = field(default=(), metadata=INTERNAL)
+    distributed: bool = field(default=False, metadata=INTERNAL)  # a rank of a distributed job (its id is the rank / pid / task)
+    finding: Finding | None = field(default=None, metadata=INTERNAL)  # the finding that names its family
+    facts: dict[str, str] = field(default_factory=dict, metadata=INTERNAL)  # context facts: its own log's, then its node's and job's
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, UNIT_KEYS)
@@ -152,17 +167,20 @@ class RootFault:
     unit: str
     worker: str | None
     family: str
-    time: str | None
-    fingerprint: str | None
-    victims: list[str]
-    evidence: list[str]
-    source: str | None
-    line: int | None
-    mitigation: str = ""
-    probes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # red-herring / superseded notes
-    caveats: list[str] = field(default_factory=list)  # the ledger's caveats of the family, whole
-    superseded_by: list[dict[str, str]] = field(default_factory=list)  # {id, note}: the fix to try first
+    time: Annotated[NullStr, Optional]
+    fingerprint: Annotated[NullStr, Optional]
+    victims: Annotated[list[str], J(description="Units lost in this root fault's blast radius.")]
+    evidence: Annotated[list[str], Optional]
+    source: Annotated[NullStr, Optional]
+    line: Annotated[int | None, Optional]
+    mitigation: Annotated[str, Optional] = ""
+    probes: Annotated[list[str], Optional] = field(default_factory=list)
+    notes: Annotated[list[str], J(required=False, description="Red-herring and superseded-by notes from the ledger.")] = field(
+        default_factory=list)
+    caveats: Annotated[list[str], J(required=False, description="The ledger's caveats of the family, whole.")] = field(
+        default_factory=list)
+    superseded_by: Annotated[list[Supersede], J(required=False, description="Fixes to try first, with why.")] = field(
+        default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return shape(self, ROOT_FAULT_KEYS)
@@ -173,9 +191,11 @@ class Systematic:
     """One family striking several workers separately."""
 
     family: str
-    workers: int
-    units: list[str]
-    fingerprint: str | None = None  # only for `unknown`, whose repeats group by fingerprint
+    workers: Annotated[int, J(minimum=2)]
+    units: list[str] = field(metadata=INTERNAL)
+    # only for `unknown`, whose repeats group by fingerprint; left out of the JSON when None
+    fingerprint: Annotated[NullStr, J(required=False, type="string",
+                                      description="Only for 'unknown': repeats group by fingerprint.")] = None
 
     def to_dict(self) -> dict[str, Any]:
         return systematic_dict(self.family, self.workers, self.fingerprint)
@@ -185,17 +205,17 @@ class Systematic:
 class Run:
     """The post-mortem of one run directory."""
 
-    run: str
-    path: str
+    run: Annotated[str, J(description="The run's name (its directory's base name).")]
+    path: Annotated[str, J(required=False, description="The run directory.")]
     units: list[Unit]
     roots: list[RootFault]
-    systematic: list[Systematic]
-    problems: list[str]
-    summary: str
-    readable: bool = True  # False: nothing in the directory could be read at all
-    noun: str = "units"
-    workers: int = 0
-    launcher: list[str] = field(default_factory=list)  # failures printed by the launcher, not by a unit
+    systematic: Annotated[list[Systematic], J(description="One family striking several workers separately.")]
+    problems: Annotated[list[ProblemLine], J(description="Files that could not be read, and why.")]  # lines (str)
+    summary: Annotated[str, J(description="One-line headline of the run.")]
+    readable: bool = field(default=True, metadata=INTERNAL)  # False: nothing in the directory could be read at all
+    noun: str = field(default="units", metadata=INTERNAL)
+    workers: int = field(default=0, metadata=INTERNAL)
+    launcher: list[str] = field(default_factory=list, metadata=INTERNAL)  # failures printed by the launcher, not by a unit
 
     @property
     def failed(self) -> bool:
@@ -203,6 +223,13 @@ class Run:
 
     def to_dict(self) -> dict[str, Any]:
         return {**shape(self, RUN_KEYS), "problems": to_dicts(self.problems)}
+
+
+# The JSON shape of each run record, in output order: the internal records (here) and the API's frozen results
+# (results.py, built from these classes) write exactly these keys.
+UNIT_KEYS = json_keys(Unit)
+ROOT_FAULT_KEYS = json_keys(RootFault)
+RUN_KEYS = json_keys(Run)
 
 
 @dataclass(slots=True)

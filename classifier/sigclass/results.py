@@ -4,43 +4,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Mapping, TypedDict
 
-from sigclass.errors import InputError
+from sigclass import records
 from sigclass.problems import from_dict as problem_from_dict, ProblemLine, to_dicts
-from sigclass.records import Finding, FINDING_KEYS, ROOT_FAULT_KEYS, RUN_KEYS, shape, systematic_dict, UNIT_KEYS
-from sigclass.vocab import UnitStatus
+from sigclass.records import Finding, Supersede
+from sigclass.typeschema import frozen_copy, J, Plain
+from sigclass.vocab import Role, Status, UnitStatus
 
 
-@dataclass(frozen=True)
-class FindingRecord:
-    """One classified failure: what it is, the evidence, and what to do about it."""
+class FindingRecord(frozen_copy(Finding, "FindingRecord", optional=("workers", "facts"), module=__name__)):
+    """One classified failure: what it is, the evidence, and what to do about it.
 
-    family: str
-    title: str
-    role: str
-    status: str
-    confidence: float
-    method: str
-    source: str
-    line: int
-    end_line: int
-    time: str | None
-    worker: str | None
-    evidence: tuple[str, ...]
-    fingerprint: str
-    count: int
-    lines: tuple[int, ...]
-    mitigation: str
-    probes: tuple[str, ...]
-    caveats: tuple[str, ...]
-    supersedes: tuple[Mapping[str, str], ...]
-    superseded_by: tuple[Mapping[str, str], ...]
-    root: Mapping[str, Any] | None
-    unit: str | None
-    facts: Mapping[str, str] = field(default_factory=dict)
-    workers: tuple[str, ...] = ()  # every worker of the folded repeats
+    Its fields are the JSON fields of `records.Finding` (the keys of ``sigclass scan --format json``), frozen:
+    lists are tuples, objects mappings.
+    """
+
+    __slots__ = ()
+    noun = "finding"
 
     @property
     def known(self) -> bool:
@@ -53,42 +35,20 @@ class FindingRecord:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FindingRecord:
-        missing = [k for k in (*FINDING_KEYS, "facts") if k not in d]
-        if missing:
-            raise InputError(f"not a finding: missing {', '.join(missing)}")
-        return cls(
-            family=d["family"], title=d["title"], role=d["role"], status=d["status"],
-            confidence=float(d["confidence"]), method=d["method"], source=d["source"], line=int(d["line"]),
-            end_line=int(d["end_line"]), time=d["time"], worker=d["worker"], evidence=tuple(d["evidence"]),
-            fingerprint=d["fingerprint"], count=int(d["count"]), lines=tuple(d["lines"]),
-            mitigation=d["mitigation"], probes=tuple(d["probes"]), caveats=tuple(d["caveats"]),
-            supersedes=tuple(dict(s) for s in d["supersedes"]),
-            superseded_by=tuple(dict(s) for s in d["superseded_by"]),
-            root=dict(d["root"]) if d["root"] is not None else None, unit=d["unit"], facts=dict(d["facts"]),
-            workers=tuple(d.get("workers") or ([d["worker"]] if d["worker"] is not None else [])),
-        )
+        if isinstance(d, Mapping) and not d.get("workers") and d.get("worker") is not None:
+            d = {**d, "workers": [d["worker"]]}  # an older finding: its own worker
+        return super().from_dict(d)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The same keys as ``sigclass scan --format json`` prints for a finding."""
-        return {
-            "family": self.family, "title": self.title, "role": self.role, "status": self.status,
-            "confidence": self.confidence, "method": self.method, "source": self.source, "line": self.line,
-            "end_line": self.end_line, "time": self.time, "worker": self.worker, "evidence": list(self.evidence),
-            "fingerprint": self.fingerprint, "count": self.count, "lines": list(self.lines),
-            "mitigation": self.mitigation, "probes": list(self.probes), "caveats": list(self.caveats),
-            "supersedes": [dict(s) for s in self.supersedes],
-            "superseded_by": [dict(s) for s in self.superseded_by],
-            "root": dict(self.root) if self.root is not None else None, "unit": self.unit,
-            "facts": dict(self.facts), "workers": list(self.workers),
-        }
+
+FINDING_DESCRIPTION = "One failure in a log, classified against the gotcha ledger."
 
 
 @dataclass(frozen=True)
-class Classification:
+class Classification(Plain):
     """The findings of one log, repeats folded, in the order they occur."""
 
     source: str
-    findings: tuple[FindingRecord, ...]
+    findings: tuple[Annotated[FindingRecord, J(title="sigclass finding", description=FINDING_DESCRIPTION)], ...]
     problems: tuple[ProblemLine, ...] = ()  # each a line (`str`) with .path, .kind and .message
 
     @property
@@ -103,167 +63,103 @@ class Classification:
     def __bool__(self) -> bool:
         return bool(self.findings)
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Classification:
-        return cls(d["source"], tuple(FindingRecord.from_dict(f) for f in d["findings"]),
-                   tuple(problem_from_dict(p) for p in d.get("problems", ())))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "findings": [f.to_dict() for f in self.findings],
-                "problems": to_dicts(self.problems)}
+FamilyId = Annotated[str, J(pattern="^[a-z0-9]+(-[a-z0-9]+)*$")]
+# a signature's own status (a finding's may also be `unknown` or `recovered`)
+SignatureStatus = Annotated[Status, J(enum=[Status.ACTIVE.value, Status.RED_HERRING.value, Status.RETIRED.value])]
+Patterns = tuple[str, ...]
+
+
+class Match(TypedDict):
+    any: Patterns
+    all: Patterns
+    none: Patterns
+    multiline: Patterns
+
+
+class Fact(TypedDict):
+    name: str
+    pattern: str
+
+
+class OverTimeRule(TypedDict):
+    """A rule read from what the log does over time (its whole entry; `kind` and `name` always)."""
+
+    kind: Annotated[str, J(enum=["metric", "storm", "stall", "rate"])]
+    name: str
+
+
+class Conditions(TypedDict):
+    require: dict[str, str]
+    prefer: dict[str, str]
 
 
 @dataclass(frozen=True)
-class Gotcha:
+class Gotcha(Plain):
     """A whole ledger entry (``sigclass explain --format json``)."""
 
-    id: str
+    id: FamilyId
     title: str
-    role: str
-    status: str
+    role: Role
+    status: SignatureStatus
     priority: int
-    match: Mapping[str, tuple[str, ...]]
-    min_count: int
-    pattern_min_count: Mapping[str, int]  # `any` patterns that count lines: pattern -> lines needed
-    facts: tuple[Mapping[str, str], ...]
-    conditions: Mapping[str, Mapping[str, str]]
+    match: Match
+    min_count: Annotated[int, J(minimum=1)]
+    # `any` patterns that count lines: pattern -> lines needed
+    pattern_min_count: Mapping[str, Annotated[int, J(minimum=1)]]
+    facts: tuple[Fact, ...]
+    conditions: Conditions
     mitigation: str
     probes: tuple[str, ...]
     caveats: tuple[str, ...]
-    supersedes: tuple[Mapping[str, str], ...]
-    superseded_by: tuple[Mapping[str, str], ...]
+    supersedes: tuple[Supersede, ...]
+    superseded_by: tuple[Supersede, ...]
     references: tuple[str, ...]
-    path: str
-    over_time: tuple[Mapping[str, Any], ...] = ()  # rules read from what the log does over time
+    over_time: Annotated[tuple[OverTimeRule, ...], J(
+        description="Rules read from what the log does over time (metric, storm, stall, rate).")]
+    path: Annotated[str, J(description="The signature file the entry was loaded from.")]
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Gotcha:
-        return cls(
-            id=d["id"], title=d["title"], role=d["role"], status=d["status"], priority=int(d["priority"]),
-            match={k: tuple(v) for k, v in d["match"].items()}, min_count=int(d["min_count"]),
-            pattern_min_count={str(k): int(v) for k, v in d.get("pattern_min_count", {}).items()},
-            facts=tuple(dict(x) for x in d["facts"]),
-            conditions={k: dict(v) for k, v in d["conditions"].items()}, mitigation=d["mitigation"],
-            probes=tuple(d["probes"]), caveats=tuple(d["caveats"]),
-            supersedes=tuple(dict(s) for s in d["supersedes"]),
-            superseded_by=tuple(dict(s) for s in d["superseded_by"]),
-            references=tuple(d["references"]), path=d["path"],
-            over_time=tuple(dict(r) for r in d.get("over_time", ())),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "title": self.title, "role": self.role, "status": self.status,
-            "priority": self.priority, "match": {k: list(v) for k, v in self.match.items()},
-            "min_count": self.min_count, "pattern_min_count": dict(self.pattern_min_count),
-            "facts": [dict(x) for x in self.facts],
-            "conditions": {k: dict(v) for k, v in self.conditions.items()}, "mitigation": self.mitigation,
-            "probes": list(self.probes), "caveats": list(self.caveats),
-            "supersedes": [dict(s) for s in self.supersedes], "superseded_by": [dict(s) for s in self.superseded_by],
-            "references": list(self.references), "path": self.path,
-            "over_time": [dict(r) for r in self.over_time],
-        }
+        """A ledger entry (`Signature.to_dict()`); entries of older versions may lack the newer keys."""
+        return super().from_dict({"pattern_min_count": {}, "over_time": [], **d} if isinstance(d, Mapping) else d)
 
 
 @dataclass(frozen=True)
-class GotchaSummary:
+class GotchaSummary(Plain):
     """One line of the ledger: id, title, role, status."""
 
-    id: str
+    id: FamilyId
     title: str
-    role: str
-    status: str
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GotchaSummary:
-        return cls(d["id"], d["title"], d["role"], d["status"])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "role": self.role, "status": self.status}
+    role: Role
+    status: SignatureStatus
 
 
-@dataclass(frozen=True)
-class RunUnit:
-    """One unit (shard, rank, task) of a run and what became of it."""
+class RunUnit(frozen_copy(records.Unit, "RunUnit", module=__name__)):
+    """One unit (shard, rank, task) of a run and what became of it (the JSON fields of `records.Unit`)."""
 
-    unit: str
-    worker: str | None
-    status: str  # ok | failed | incomplete
-    family: str | None
-    role: str | None  # root | cascade | None
-    root: str | None  # the root fault's unit, for a cascade victim
-    time: str | None
-    fingerprint: str | None
-    evidence: tuple[str, ...]
-    source: str | None
-    line: int | None
+    __slots__ = ()
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RunUnit:
-        return cls(d["unit"], d["worker"], d["status"], d["family"], d["role"], d["root"], d["time"],
-                   d["fingerprint"], tuple(d["evidence"]), d["source"], d["line"])
+
+class RootFault(frozen_copy(records.RootFault, "RootFault", optional=("caveats", "superseded_by"), module=__name__)):
+    """A root fault of a run and its blast radius, the units lost to it (the JSON fields of `records.RootFault`)."""
+
+    __slots__ = ()
+
+
+class SystematicFault(frozen_copy(records.Systematic, "SystematicFault", optional=("fingerprint",), module=__name__)):
+    """One family striking several workers separately; `fingerprint` only for `unknown`."""
+
+    __slots__ = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return shape(self, UNIT_KEYS)
+        return records.systematic_dict(self.family, self.workers, self.fingerprint)
 
 
-@dataclass(frozen=True)
-class RootFault:
-    """A root fault of a run and its blast radius (the units lost to it)."""
-
-    unit: str
-    worker: str | None
-    family: str
-    time: str | None
-    fingerprint: str | None
-    victims: tuple[str, ...]
-    evidence: tuple[str, ...]
-    source: str | None
-    line: int | None
-    mitigation: str
-    probes: tuple[str, ...]
-    notes: tuple[str, ...]
-    caveats: tuple[str, ...] = ()
-    superseded_by: tuple[Mapping[str, str], ...] = ()  # {id, note}: the fix to try first
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RootFault:
-        return cls(d["unit"], d["worker"], d["family"], d["time"], d["fingerprint"], tuple(d["victims"]),
-                   tuple(d["evidence"]), d["source"], d["line"], d["mitigation"], tuple(d["probes"]),
-                   tuple(d["notes"]), tuple(d.get("caveats", ())),
-                   tuple(dict(s) for s in d.get("superseded_by", ())))
-
-    def to_dict(self) -> dict[str, Any]:
-        return shape(self, ROOT_FAULT_KEYS)
-
-
-@dataclass(frozen=True)
-class SystematicFault:
-    """One family striking several workers separately."""
-
-    family: str
-    workers: int
-    fingerprint: str | None = None  # only for `unknown`
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SystematicFault:
-        return cls(d["family"], int(d["workers"]), d.get("fingerprint"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return systematic_dict(self.family, self.workers, self.fingerprint)
-
-
-@dataclass(frozen=True)
-class RunAnalysis:
+class RunAnalysis(frozen_copy(records.Run, "RunAnalysis", module=__name__)):
     """The post-mortem of one run directory: the run object of ``sigclass runs --format json``."""
 
-    run: str
-    path: str
-    units: tuple[RunUnit, ...]
-    roots: tuple[RootFault, ...]
-    systematic: tuple[SystematicFault, ...]
-    problems: tuple[ProblemLine, ...]  # each a line (`str`) with .path, .kind and .message
-    summary: str
+    __slots__ = ()
 
     @property
     def failed(self) -> bool:
@@ -271,15 +167,9 @@ class RunAnalysis:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunAnalysis:
-        return cls(
-            run=d["run"], path=d.get("path", d["run"]), units=tuple(RunUnit.from_dict(u) for u in d["units"]),
-            roots=tuple(RootFault.from_dict(r) for r in d["roots"]),
-            systematic=tuple(SystematicFault.from_dict(s) for s in d["systematic"]),
-            problems=tuple(problem_from_dict(p) for p in d["problems"]), summary=d["summary"],
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**shape(self, RUN_KEYS), "problems": to_dicts(self.problems)}
+        if isinstance(d, Mapping) and "path" not in d and "run" in d:
+            d = {**d, "path": d["run"]}  # an older run object
+        return super().from_dict(d)
 
 
 @dataclass(frozen=True)

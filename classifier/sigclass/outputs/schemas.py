@@ -1,8 +1,11 @@
 """JSON Schemas (draft 2020-12) of what sigclass hands to programs.
 
 One source of truth for `sigclass schema` and for the output schemas of the
-MCP tools. Each schema is self-contained (its `$defs` travel with it), so a
-validator with no registry can check a document against it.
+MCP tools. The record schemas are derived from the dataclasses that write
+the records (`records.py`, `results.py`) by `sigclass.typeschema`: a field,
+its type and its description are declared once, beside the code that fills
+it. Each schema is self-contained (nested objects inline), so a validator
+with no registry can check a document against it.
 
 Objects allow extra properties: a field added later must not break a client
 that validates against an older schema. The tests check that every field the
@@ -12,242 +15,42 @@ code emits is described here, so the schemas cannot silently fall behind.
 from __future__ import annotations
 
 import copy
-from enum import StrEnum
 from typing import Any
 
-from sigclass.problems import KIND_NAMES
-from sigclass.vocab import Method, Role, Status, UnitRole, UnitStatus
+from sigclass.problems import ProblemLine
+from sigclass.records import Finding, Run
+from sigclass.results import Classification, FINDING_DESCRIPTION, Gotcha, GotchaSummary
+from sigclass.typeschema import object_schema, type_schema
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 VERSION = 1
 
 
-def _values(vocab: type[StrEnum]) -> list[str]:
-    """A closed vocabulary as a JSON Schema enum (from vocab.py, the one definition)."""
-    return [v.value for v in vocab]
+def _document(name: str, title: str, body: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    head: dict[str, Any] = {"$schema": DIALECT, "$id": f"urn:sigclass:schema:{name}:{VERSION}", "title": title}
+    if description:
+        head["description"] = description
+    return {**head, **body}
 
 
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-_NULL_STR = {"type": ["string", "null"]}
-_PROBLEM = {
-    "type": "object",
-    "required": ["path", "kind", "message"],
-    "properties": {
-        "path": {**_NULL_STR, "description": "The file the problem is about (null: not about one file)."},
-        "kind": {"enum": list(KIND_NAMES)},
-        "message": {"type": "string", "description": "What happened and what was done, for people."},
-    },
-}
-_SUPERSEDE = {
-    "type": "object",
-    "required": ["id", "note"],
-    "properties": {"id": {"type": "string"}, "note": {"type": "string"}},
-}
+# Derived from the records' fields and annotations (records.py, results.py): a field is declared once.
+FINDING = _document("finding", "sigclass finding", object_schema(Finding), FINDING_DESCRIPTION)
 
-_FINDING_PROPS: dict[str, Any] = {
-    "family": {"type": "string", "description": "Family id from the ledger, or 'unknown'."},
-    "title": {"type": "string"},
-    "role": {"enum": _values(Role),
-             "description": "secondary: this failure follows a root fault (see 'root'); root otherwise."},
-    "status": {"enum": _values(Status),
-               "description": "The ledger status of the family; 'unknown' for a failure no family explains; "
-                              "'recovered' for an error after which the same worker's progress went on."},
-    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    "method": {"enum": _values(Method)},
-    "source": {"type": "string", "description": "The log file, or '<text>' for text given inline."},
-    "line": {"type": "integer", "minimum": 0},
-    "end_line": {"type": "integer", "minimum": 0},
-    "time": {**_NULL_STR, "description": "ISO-8601 time of the failure, when the log shows one."},
-    "worker": _NULL_STR,
-    "workers": {**_STR_LIST, "description": "Every worker whose repeats are folded into this finding."},
-    "evidence": {**_STR_LIST, "description": "The log lines that matched."},
-    "fingerprint": {"type": "string", "description": "Stable hash of the masked key lines: repeats share it."},
-    "count": {"type": "integer", "minimum": 1, "description": "Occurrences folded into this finding."},
-    "lines": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-    "mitigation": {"type": "string", "description": "What to do about it."},
-    "probes": {**_STR_LIST, "description": "What to check first, before any code hunt."},
-    "caveats": _STR_LIST,
-    "supersedes": {"type": "array", "items": _SUPERSEDE},
-    "superseded_by": {"type": "array", "items": _SUPERSEDE},
-    "root": {
-        "description": "For a secondary finding: the root fault it follows.",
-        "oneOf": [
-            {"type": "null"},
-            {
-                "type": "object",
-                "required": ["source", "line", "family", "fingerprint"],
-                "properties": {
-                    "source": {"type": "string"},
-                    "line": {"type": "integer"},
-                    "family": {"type": "string"},
-                    "fingerprint": {"type": "string"},
-                    "worker": _NULL_STR,
-                },
-            },
-        ],
-    },
-    "unit": _NULL_STR,
-    "facts": {"type": "object", "additionalProperties": {"type": "string"},
-              "description": "Context the log states (GPU model, engine version, ...)."},
-}
+GOTCHA = _document("gotcha", "sigclass gotcha", object_schema(Gotcha),
+                   "A whole ledger entry: how a known failure is recognised and what to do about it.")
 
-FINDING: dict[str, Any] = {
-    "$schema": DIALECT,
-    "$id": f"urn:sigclass:schema:finding:{VERSION}",
-    "title": "sigclass finding",
-    "description": "One failure in a log, classified against the gotcha ledger.",
-    "type": "object",
-    "required": list(_FINDING_PROPS),
-    "properties": _FINDING_PROPS,
-}
+GOTCHA_LIST = _document("gotcha-list", "sigclass gotcha list", {
+    "type": "object", "required": ["gotchas"], "properties": {"gotchas": type_schema(list[GotchaSummary])}})
 
-_GOTCHA_PROPS: dict[str, Any] = {
-    "id": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
-    "title": {"type": "string"},
-    "role": {"enum": _values(Role)},
-    "status": {"enum": [Status.ACTIVE.value, Status.RED_HERRING.value, Status.RETIRED.value]},  # a signature's own
-    "priority": {"type": "integer"},
-    "match": {
-        "type": "object",
-        "required": ["any", "all", "none", "multiline"],
-        "properties": {k: _STR_LIST for k in ("any", "all", "none", "multiline")},
-    },
-    "min_count": {"type": "integer", "minimum": 1},
-    "pattern_min_count": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
-    "facts": {
-        "type": "array",
-        "items": {"type": "object", "required": ["name", "pattern"],
-                  "properties": {"name": {"type": "string"}, "pattern": {"type": "string"}}},
-    },
-    "conditions": {
-        "type": "object",
-        "required": ["require", "prefer"],
-        "properties": {k: {"type": "object", "additionalProperties": {"type": "string"}}
-                       for k in ("require", "prefer")},
-    },
-    "mitigation": {"type": "string"},
-    "probes": _STR_LIST,
-    "caveats": _STR_LIST,
-    "supersedes": {"type": "array", "items": _SUPERSEDE},
-    "superseded_by": {"type": "array", "items": _SUPERSEDE},
-    "references": _STR_LIST,
-    "path": {"type": "string", "description": "The signature file the entry was loaded from."},
-    "over_time": {
-        "type": "array", "description": "Rules read from what the log does over time (metric, storm, stall, rate).",
-        "items": {"type": "object", "required": ["kind", "name"],
-                  "properties": {"kind": {"enum": ["metric", "storm", "stall", "rate"]}, "name": {"type": "string"}}},
-    },
-}
-
-GOTCHA: dict[str, Any] = {
-    "$schema": DIALECT,
-    "$id": f"urn:sigclass:schema:gotcha:{VERSION}",
-    "title": "sigclass gotcha",
-    "description": "A whole ledger entry: how a known failure is recognised and what to do about it.",
-    "type": "object",
-    "required": list(_GOTCHA_PROPS),
-    "properties": _GOTCHA_PROPS,
-}
-
-_SUMMARY_PROPS = {k: _GOTCHA_PROPS[k] for k in ("id", "title", "role", "status")}
-
-GOTCHA_LIST: dict[str, Any] = {
-    "$schema": DIALECT,
-    "$id": f"urn:sigclass:schema:gotcha-list:{VERSION}",
-    "title": "sigclass gotcha list",
-    "type": "object",
-    "required": ["gotchas"],
-    "properties": {
-        "gotchas": {
-            "type": "array",
-            "items": {"type": "object", "required": list(_SUMMARY_PROPS), "properties": _SUMMARY_PROPS},
-        },
-    },
-}
-
-CLASSIFICATION: dict[str, Any] = {
-    "$schema": DIALECT,
-    "$id": f"urn:sigclass:schema:classification:{VERSION}",
-    "title": "sigclass classification",
-    "description": "The findings of one log (repeats folded), with what got in the way of reading it.",
-    "type": "object",
-    "required": ["source", "findings", "problems"],
-    "properties": {
-        "source": {"type": "string"},
-        "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
-        "problems": {"type": "array", "items": _PROBLEM},
-    },
-    "$defs": {"finding": {k: v for k, v in FINDING.items() if not k.startswith("$")}},
-}
+CLASSIFICATION = _document("classification", "sigclass classification", object_schema(Classification),
+                           "The findings of one log (repeats folded), with what got in the way of reading it.")
 
 # The run object: one element of `sigclass runs --format json`'s "runs".
-_UNIT_PROPS: dict[str, Any] = {
-    "unit": {"type": "string"},
-    "worker": _NULL_STR,
-    "status": {"enum": _values(UnitStatus)},
-    "family": {**_NULL_STR, "description": "The family of the error the unit printed itself (null: none seen)."},
-    "role": {"enum": [*_values(UnitRole), None], "description": "cascade: a victim of the root fault named in 'root'."},
-    "root": {**_NULL_STR, "description": "For a cascade victim: the unit of its root fault."},
-    "time": _NULL_STR,
-    "fingerprint": _NULL_STR,
-    "evidence": _STR_LIST,
-    "source": _NULL_STR,
-    "line": {"type": ["integer", "null"]},
-}
-_ROOT_PROPS: dict[str, Any] = {
-    "unit": {"type": "string"},
-    "worker": _NULL_STR,
-    "family": {"type": "string"},
-    "time": _NULL_STR,
-    "fingerprint": _NULL_STR,
-    "victims": {**_STR_LIST, "description": "Units lost in this root fault's blast radius."},
-    "evidence": _STR_LIST,
-    "source": _NULL_STR,
-    "line": {"type": ["integer", "null"]},
-    "mitigation": {"type": "string"},
-    "probes": _STR_LIST,
-    "notes": {**_STR_LIST, "description": "Red-herring and superseded-by notes from the ledger."},
-    "caveats": {**_STR_LIST, "description": "The ledger's caveats of the family, whole."},
-    "superseded_by": {"type": "array", "items": _SUPERSEDE, "description": "Fixes to try first, with why."},
-}
-_RUN_PROPS: dict[str, Any] = {
-    "run": {"type": "string", "description": "The run's name (its directory's base name)."},
-    "path": {"type": "string", "description": "The run directory."},
-    "units": {"type": "array", "items": {"$ref": "#/$defs/unit"}},
-    "roots": {"type": "array", "items": {"$ref": "#/$defs/root"}},
-    "systematic": {
-        "type": "array",
-        "description": "One family striking several workers separately.",
-        "items": {"$ref": "#/$defs/systematic"},
-    },
-    "problems": {"type": "array", "items": _PROBLEM, "description": "Files that could not be read, and why."},
-    "summary": {"type": "string", "description": "One-line headline of the run."},
-}
+RUN = _document("run", "sigclass run", object_schema(Run),
+                "The post-mortem of one run directory: units, root faults with their victims, "
+                "systematic faults, problems and a headline.")
 
-RUN: dict[str, Any] = {
-    "$schema": DIALECT,
-    "$id": f"urn:sigclass:schema:run:{VERSION}",
-    "title": "sigclass run",
-    "description": "The post-mortem of one run directory: units, root faults with their victims, "
-                   "systematic faults, problems and a headline.",
-    "type": "object",
-    "required": ["run", "units", "roots", "systematic", "problems", "summary"],
-    "properties": _RUN_PROPS,
-    "$defs": {
-        "unit": {"type": "object", "required": ["unit", "worker", "status", "family", "role"],
-                 "properties": _UNIT_PROPS},
-        "root": {"type": "object", "required": ["unit", "worker", "family", "victims"], "properties": _ROOT_PROPS},
-        "systematic": {
-            "type": "object",
-            "required": ["family", "workers"],
-            "properties": {
-                "family": {"type": "string"},
-                "workers": {"type": "integer", "minimum": 2},
-                "fingerprint": {"type": "string", "description": "Only for 'unknown': repeats group by fingerprint."},
-            },
-        },
-    },
-}
+_PROBLEM = ProblemLine.__json_schema__()
 
 _STR_OR_NULL = {"type": ["string", "null"]}
 
