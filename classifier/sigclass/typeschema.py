@@ -189,12 +189,14 @@ def frozen_fields(record: type, *, optional: Sequence[str] = ()) -> list[tuple[s
 
 
 def plain(value: Any) -> Any:
-    """A value as plain JSON: records by their `to_dict()`, sequences as lists, mappings as dicts."""
+    """A value as plain JSON: records by their `to_dict()` (else their JSON fields), sequences as lists, mappings as dicts."""
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None:
         return to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in json_fields(type(value))}
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     return value
