@@ -1,0 +1,343 @@
+"""Root attribution on real multi-worker text: one verdict per log, naming the cause's family AND worker.
+
+Every excerpt below is quoted as printed in the public thread named above it. They are exercised only
+through public entry points: the `sigclass` command (jsonl verdict record) and `sigclass.classify`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+import sigclass
+
+
+def _norm_worker(w: object) -> str | None:
+    """'rank3' == '[rank3]:' == '3' == 'local_rank: 3'; 'pid=2421' == '2421'."""
+    if w is None:
+        return None
+    s = str(w).strip().strip("[]():").strip().lower()
+    s = re.sub(r"^(?:global_rank|local_rank|rank|default|task|pid|worker|gpu)\s*[=:_ -]?\s*", "", s)
+    return s.strip("[]():").strip() or None
+
+
+def _scan_jsonl(text: str) -> tuple[list[dict], list[dict]]:
+    """(findings, verdicts) printed by `sigclass scan --format jsonl` for a log read from stdin."""
+    proc = subprocess.run([sys.executable, "-m", "sigclass", "scan", "--format", "jsonl", "-"], input=text,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback (most recent call last)" not in proc.stderr, proc.stderr
+    recs = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    verdicts = [r for r in recs if r.get("kind") == "verdict"]
+    findings = [r for r in recs if r.get("kind") != "verdict"]
+    return findings, verdicts
+
+
+def _cause(text: str) -> dict | None:
+    findings, verdicts = _scan_jsonl(text)
+    assert len(verdicts) == 1, verdicts
+    v = verdicts[0]
+    assert set(v) >= {"kind", "source", "cause", "victims", "independent"}, v
+    # the verdict comes after the source's last finding
+    if findings:
+        assert v["cause"] is None or v["cause"]["line"] >= 1
+    c = v["cause"]
+    if c is not None:
+        assert set(c) >= {"family", "worker", "line", "fingerprint", "confidence"}, c
+        assert 0.0 < c["confidence"] <= 1.0
+    return c
+
+
+def _assert_cause(text: str, family: str, worker: str) -> dict:
+    c = _cause(text)
+    assert c is not None, "no cause found"
+    assert (c["family"], _norm_worker(c["worker"])) == (family, _norm_worker(worker)), c
+    return c
+
+
+# --------------------------------------------------------------------------- torchelastic
+
+# https://github.com/hpcaitech/ColossalAI/issues/3514
+COLOSSAL_TORCHELASTIC_MINUS9 = """\
+                             environment is initialized, data parallel size: 4, 
+                             pipeline parallel size: 1, tensor parallel size: 1 
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal SIGTERM
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812915 closing signal SIGTERM
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812916 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: /data/chenhao/anaconda3/envs/ColossalAI-Chat/bin/python
+Traceback (most recent call last):
+  File "/data/chenhao/anaconda3/envs/ColossalAI-Chat/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/data/chenhao/anaconda3/envs/ColossalAI-Chat/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+    return f(*args, **kwargs)
+  File "/data/chenhao/anaconda3/envs/ColossalAI-Chat/lib/python3.10/site-packages/torch/distributed/run.py", line 762, in main
+    run(args)
+"""
+
+
+def test_torchelastic_failed_line_names_the_killed_local_rank():
+    c = _assert_cause(COLOSSAL_TORCHELASTIC_MINUS9, "host-oom-killed", "3")
+    assert c["confidence"] < 1.0  # inferred from an exit code, not seen in the rank's own lines
+
+
+# https://github.com/lmzpai/roboMamba/issues/10 (glog header before the launcher's message)
+ROBOMAMBA_GLOG_MINUS9 = """\
+E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python
+Traceback (most recent call last):
+  File "/root/miniconda3/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+             ^^^^^^
+"""
+
+
+def test_torchelastic_failed_line_after_a_glog_header():
+    _assert_cause(ROBOMAMBA_GLOG_MINUS9, "host-oom-killed", "5")
+
+
+# https://github.com/lzhxmu/CPPO/issues/6 (the ChildFailedError table)
+CPPO_CHILDFAILED_TABLE = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+src/open_r1/grpo_gsm.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-05-21_15:43:03
+  host      : mlxlab115rp2n7682d40d9-20250521025625-6dyyd3-8nir8b-worker
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 14750)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 14750
+============================================================
+"""
+
+
+def test_childfailederror_table_names_the_rank():
+    _assert_cause(CPPO_CHILDFAILED_TABLE, "host-oom-killed", "0")
+
+
+# --------------------------------------------------------------------------- DeepSpeed launcher
+
+# https://github.com/deepspeedai/DeepSpeed/issues/3232
+DEEPSPEED_RETURN_CODE_MINUS9 = """\
+[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266
+[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--local_rank=0', '--data_path', 'Dahoas/rm-static', 'Dahoas/full-hh-rlhf', 'Dahoas/synthetic-instruct-gptj-pairwise', 'yitingxie/rlhf-reward-datasets', 'openai/webgpt_comparisons', 'stanfordnlp/SHP', '--data_split', '2,4,4', '--model_name_or_path', 'facebook/opt-125m', '--per_device_train_batch_size', '2', '--per_device_eval_batch_size', '8', '--max_seq_len', '512', '--learning_rate', '9.65e-6', '--weight_decay', '0.1', '--num_train_epochs', '2', '--gradient_accumulation_steps', '1', '--lr_scheduler_type', 'cosine', '--num_warmup_steps', '0', '--seed', '1234', '--zero_stage', '2', '--deepspeed', '--output_dir', '/content/DeepSpeedExamples/applications/DeepSpeed-Chat/output/actor-models/125m'] exits with return code = -9
+"""
+
+
+def test_deepspeed_launcher_return_code_names_the_local_rank_of_its_command():
+    _assert_cause(DEEPSPEED_RETURN_CODE_MINUS9, "host-oom-killed", "0")
+
+
+# --------------------------------------------------------------------------- launchers that say `died with <Signals...>`
+
+# https://github.com/microsoft/Swin-Transformer/issues/267
+SWIN_DIED_WITH_SIGKILL = """\
+My error: 
+_subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'main.py', '--local_rank=3', '--cfg', 'configs/swin/swin_tiny_patch4_window7_224.yaml', '--data-path', '/content/Swin-Transformer/dataset/cats_and_dogs_filtered', '--batch-size', '32']' died with <Signals.SIGKILL: 9>._
+"""
+
+
+def test_died_with_sigkill_names_the_local_rank_of_the_command():
+    _assert_cause(SWIN_DIED_WITH_SIGKILL, "host-oom-killed", "3")
+
+
+# --------------------------------------------------------------------------- Slurm
+
+# https://github.com/hafs-community/HAFS/issues/101 (failure log 1)
+HAFS_SLURM_OOM = """\
+slurmstepd: error: Detected 1 oom-kill event(s) in step 3495064.0 cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.
+srun: error: Orion-01-01: task 4: Out Of Memory
+srun: Terminating job step 3495064.0
+slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***
+"""
+
+
+def test_srun_task_out_of_memory_names_the_task():
+    c = _assert_cause(HAFS_SLURM_OOM, "host-oom-killed", "4")
+    assert c["line"] in (1, 2)
+
+
+# https://github.com/hafs-community/HAFS/issues/101 (failure log 2)
+HAFS_SLURM_BUS_ERROR = """\
+srun: error: Orion-18-69: task 289: Bus error
+srun: Terminating job step 3495450.0
+slurmstepd: error: *** STEP 3495450.0 ON orion-01-04 CANCELLED AT 2021-10-27T20:22:22 ***
+"""
+
+
+def test_srun_task_bus_error_names_the_task():
+    _assert_cause(HAFS_SLURM_BUS_ERROR, "shm-exhausted", "289")
+
+
+# https://github.com/ArjunaCluster/ArjunaUsers/issues/48
+ARJUNA_SRUN_KILLED = """\
+srun: error: c002: task 0: Killed
+srun: Force Terminated StepId=120.0
+"""
+
+
+def test_srun_task_killed_names_the_task():
+    _assert_cause(ARJUNA_SRUN_KILLED, "host-oom-killed", "0")
+
+
+# --------------------------------------------------------------------------- mpirun
+
+# https://github.com/3dem/relion/issues/112
+RELION_MPIRUN_SIGNAL_9 = """\
+I tried with different number of MPI and threads, but the job always stopped after a few minutes with the following message.
+
+-------------------------------------
+mpirun noticed that process rank 4 with PID 0 on node localhost exited on signal 9 (Killed).
+-------------------------------------
+"""
+
+
+def test_mpirun_notice_names_the_process_rank():
+    _assert_cause(RELION_MPIRUN_SIGNAL_9, "host-oom-killed", "4")
+
+
+# --------------------------------------------------------------------------- torchrun rank prefixes
+
+# https://github.com/modelscope/ms-swift/issues/6301
+SWIFT_RANK11_OOM = """\
+[rank11]:   File "./.conda/envs/swift/lib/python3.10/site-packages/transformers/models/qwen3/modeling_qwen3.py", line 216, in forward
+[rank11]:     attn_output, attn_weights = attention_interface(
+[rank11]:   File "./.conda/envs/swift/lib/python3.10/site-packages/transformers/integrations/sdpa_attention.py", line 96, in sdpa_attention_forward
+[rank11]:     attn_output = torch.nn.functional.scaled_dot_product_attention(
+[rank11]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.35 GiB. GPU 3 has a total capacity of 63.42 GiB of which 1.70 GiB is free. Process 2521735 has 474.00 MiB memory in use. Including non-PyTorch memory, this process has 60.30 GiB memory in use. Process 2521734 has 474.00 MiB memory in use. Process 2521733 has 474.00 MiB memory in use. Of the allocated memory 50.94 GiB is allocated by PyTorch, and 8.56 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+W1026 03:51:31.222000 2521679 site-packages/torch/distributed/elastic/multiprocessing/api.py:908] Sending process 2521733 closing signal SIGTERM
+"""
+
+
+def test_rank_prefixed_oom_is_the_cause_and_the_launcher_sigterm_its_victim():
+    findings, verdicts = _scan_jsonl(SWIFT_RANK11_OOM)
+    (v,) = verdicts
+    assert (v["cause"]["family"], _norm_worker(v["cause"]["worker"])) == ("cuda-oom", "11"), v
+    assert v["independent"] == []
+
+
+# https://github.com/XPixelGroup/BasicSR/issues/737 (every rank prints the watchdog; each one names itself)
+BASICSR_WATCHDOGS = """\
+[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.
+[rank1]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 1] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.
+[rank0]:[E626 06:24:44.159932949 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600030 milliseconds before timing out.
+[rank0]:[E626 06:24:44.160366013 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.
+"""
+
+
+def test_watchdog_findings_carry_their_own_rank():
+    findings, _ = _scan_jsonl(BASICSR_WATCHDOGS)
+    got = {(f["family"], _norm_worker(f["worker"])) for f in findings}
+    assert got == {("nccl-watchdog-timeout", "1"), ("nccl-watchdog-timeout", "0")}, got
+
+
+def test_watchdog_only_log_the_cause_is_the_watchdog_that_started_waiting_first():
+    # rank 1 ran for 600020 ms at 06:24:44.9039, rank 0 for 600030 ms at 06:24:44.1599: rank 0 began waiting first
+    c = _assert_cause(BASICSR_WATCHDOGS, "nccl-watchdog-timeout", "0")
+    assert c["confidence"] < 0.9  # a watchdog is what a victim prints: the cause is only a best guess
+
+
+# https://github.com/hiyouga/LlamaFactory/issues/7396 (line numbers of the paste before the rank prefix)
+LLAMAFACTORY_NUMBERED_PASTE = """\
+[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.
+[80747] [rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600067 milliseconds before timing out.
+"""
+
+
+def test_rank_prefix_after_a_leading_number_is_recognised():
+    findings, _ = _scan_jsonl(LLAMAFACTORY_NUMBERED_PASTE)
+    assert {_norm_worker(f["worker"]) for f in findings} == {"0", "4"}, findings
+
+
+# --------------------------------------------------------------------------- vLLM and Ray processes
+
+# https://github.com/rhymes-ai/Aria/issues/24
+ARIA_VLLM_WORKER_PROCESS_OOM = """\
+(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.88 GiB. GPU 3 has a total capacity of 21.96 GiB of which 1.29 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use. Of the allocated memory 19.02 GiB is allocated by PyTorch, and 1.32 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] 
+(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] The above exception was the direct cause of the following exception:
+"""
+
+
+def test_vllm_worker_process_pid_is_the_worker():
+    _assert_cause(ARIA_VLLM_WORKER_PROCESS_OOM, "cuda-oom", "2421")
+
+
+# https://github.com/noonghunna/club-3090/issues/138
+CLUB3090_WORKER_TP0_OOM = """\
+(Worker_TP0 pid=160) ERROR 05-20 20:54:32 [multiproc_executor.py:962]             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+(Worker_TP0 pid=160) ERROR 05-20 20:54:32 [multiproc_executor.py:962] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 117.38 MiB is free. Including non-PyTorch memory, this process has 22.82 GiB memory in use. Of the allocated memory 21.98 GiB is allocated by PyTorch, with 21.71 MiB allocated in private pools (e.g., CUDA Graphs), and 391.42 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)
+"""
+
+
+def test_vllm_worker_tp_process_pid_is_the_worker():
+    _assert_cause(CLUB3090_WORKER_TP0_OOM, "cuda-oom", "160")
+
+
+# https://github.com/vllm-project/vllm/issues/6042 (a rank prefix inside a Ray actor's prefix)
+VLLM_RAY_WORKER_WATCHDOG = """\
+(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.
+(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: 158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045.
+(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:577] [Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.
+"""
+
+
+def test_rank_inside_a_ray_actor_prefix_names_the_worker():
+    # the rank inside names the worker more precisely than the actor's pid
+    _assert_cause(VLLM_RAY_WORKER_WATCHDOG, "nccl-watchdog-timeout", "1")
+
+
+# https://github.com/verl-project/verl/issues/316 (the raylet's death notice is printed before the fault)
+VERL_RAYLET_THEN_IMA = """\
+(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffffa1c8eaa4c4d82b37803c0cd101000000 Worker ID: c11941743afb2844fc911f07a15f71a4b06918218e0b932276ce5255 Node ID: c841facebde7fc045123353bfbf0a44fe3eddd50189e48864242b3e7 Worker IP address: 10.49.144.10 Worker port: 32827 Worker PID: 93658 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.
+(WorkerDict pid=93663) INFO 02-21 04:32:47 model_runner_base.py:120] Writing input of failed execution to /tmp/err_execute_model_input_20250221-043247.pkl...
+(WorkerDict pid=93663) WARNING 02-21 04:32:47 model_runner_base.py:143] Failed to pickle inputs of failed execution: CUDA error: an illegal memory access was encountered
+(WorkerDict pid=93663) WARNING 02-21 04:32:47 model_runner_base.py:143] Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+"""
+
+
+def test_a_victim_printed_earlier_is_not_the_cause():
+    findings, verdicts = _scan_jsonl(VERL_RAYLET_THEN_IMA)
+    (v,) = verdicts
+    assert (v["cause"]["family"], _norm_worker(v["cause"]["worker"])) == ("cuda-illegal-memory-access", "93663"), v
+    assert any(x["family"] == "ray-actor-died" for x in v["victims"]), v
+
+
+# --------------------------------------------------------------------------- the API and the MCP result carry it
+
+def test_classify_api_carries_the_same_verdict():
+    res = sigclass.classify(SWIFT_RANK11_OOM)
+    v = res.verdict
+    assert v is not None and v.cause is not None
+    assert (v.cause.family, _norm_worker(v.cause.worker)) == ("cuda-oom", "11")
+    d = res.to_dict()
+    assert d["verdict"]["cause"]["family"] == "cuda-oom"
+    again = type(res).from_dict(d)
+    assert again.verdict == v
+
+
+def test_a_clean_log_has_a_verdict_without_cause():
+    findings, verdicts = _scan_jsonl("[rank0]: step 10 loss 1.23\n[rank1]: step 10 loss 1.25\n")
+    assert findings == []
+    assert verdicts == [] or verdicts[0]["cause"] is None
+
+
+def test_text_and_json_show_the_verdict_first():
+    proc = subprocess.run([sys.executable, "-m", "sigclass", "scan", "--format", "json", "-"], input=SWIFT_RANK11_OOM,
+                          capture_output=True, text=True, timeout=300)
+    doc = json.loads(proc.stdout)
+    assert list(doc)[0] == "verdicts", list(doc)
+    assert doc["verdicts"][0]["cause"]["family"] == "cuda-oom"
+    proc = subprocess.run([sys.executable, "-m", "sigclass", "scan", "-"], input=SWIFT_RANK11_OOM,
+                          capture_output=True, text=True, timeout=300)
+    first = proc.stdout.lstrip().splitlines()[0]
+    assert "cuda-oom" in first and "11" in first, proc.stdout
