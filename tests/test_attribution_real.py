@@ -326,6 +326,23 @@ def test_pid_and_ip_prefix_names_the_worker():
     _assert_cause(VLLM_PID_IP_PREFIX, "nccl-error", "2347640")
 
 
+# https://github.com/vllm-project/vllm/issues/28910 (vLLM's engine process names itself `EngineCore_DP0 pid=N`)
+VLLM_ENGINECORE_DP0 = """\
+(EngineCore_DP0 pid=33630) ERROR 11-18 14:16:34 [core.py:708]     self.workers = WorkerProc.wait_for_ready(unready_workers)
+(EngineCore_DP0 pid=33630) ERROR 11-18 14:16:34 [core.py:708]                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+(EngineCore_DP0 pid=33630) ERROR 11-18 14:16:34 [core.py:708]   File "/home/cheng/anaconda3/envs/vllm/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 509, in wait_for_ready
+(EngineCore_DP0 pid=33630) ERROR 11-18 14:16:34 [core.py:708]     raise e from None
+(EngineCore_DP0 pid=33630) ERROR 11-18 14:16:34 [core.py:708] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.
+"""
+
+
+def test_engine_core_process_is_the_worker():
+    findings, verdicts = _scan_jsonl(VLLM_ENGINECORE_DP0)
+    (v,) = verdicts
+    assert findings and v["cause"]["family"] == findings[0]["family"]
+    assert _norm_worker(v["cause"]["worker"]) == "33630"
+
+
 # https://github.com/verl-project/verl/issues/316 (the raylet's death notice is printed before the fault)
 VERL_RAYLET_THEN_IMA = """\
 (raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffffa1c8eaa4c4d82b37803c0cd101000000 Worker ID: c11941743afb2844fc911f07a15f71a4b06918218e0b932276ce5255 Node ID: c841facebde7fc045123353bfbf0a44fe3eddd50189e48864242b3e7 Worker IP address: 10.49.144.10 Worker port: 32827 Worker PID: 93658 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.
