@@ -389,3 +389,30 @@ def test_text_and_json_show_the_verdict_first(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sigclass", "scan", str(log)], capture_output=True, text=True, timeout=300)
     first = proc.stdout.lstrip().splitlines()[0]
     assert "cuda-oom" in first and "3" in first, proc.stdout
+
+
+def test_mcp_classify_log_carries_the_same_verdict(tmp_path):
+    pytest.importorskip("mcp")
+    import asyncio
+    import shutil
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    exe = shutil.which("sigclass")
+    command, args = (exe, []) if exe else (sys.executable, ["-m", "sigclass"])
+    params = StdioServerParameters(command=command, args=[*args, "mcp", "--root", str(tmp_path)], cwd=str(tmp_path))
+
+    async def drive() -> dict:
+        with open(tmp_path / "server.err", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                    await session.initialize()
+                    res = await session.call_tool("classify_log", {"text": LONGCHAT_EIGHT_SIGTERMS_ONE_KILL})
+                    assert not res.is_error, res.content
+                    return res.structured_content
+
+    got = asyncio.run(drive())
+    want = sigclass.classify(LONGCHAT_EIGHT_SIGTERMS_ONE_KILL).verdict
+    assert got["verdict"]["cause"] == want.cause.to_dict()
+    assert (got["verdict"]["cause"]["family"], _norm_worker(got["verdict"]["cause"]["worker"])) == ("host-oom-killed", "4")
