@@ -48,6 +48,8 @@ def test_scan_jsonl_has_every_finding_key(logs):
     r = runner.invoke(app, ["scan", "--format", "jsonl", str(logs["bad"])])
     assert r.exit_code == 1, r.output
     rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert rows[-1]["kind"] == "verdict" and rows[-1]["cause"]["family"] == "cuda-oom"  # after the source's findings
+    rows = rows[:-1]
     assert [x["family"] for x in rows] == ["cuda-oom", "cuda-oom"]
     need = {"family", "title", "role", "status", "confidence", "method", "source", "line", "end_line", "time",
             "worker", "evidence", "fingerprint", "count", "mitigation", "probes", "caveats", "root"}
@@ -81,7 +83,8 @@ def test_missing_path_among_good_ones_exit_2_and_findings_kept(logs):
     r = runner.invoke(app, ["scan", "-f", "jsonl", "/nonexistent/x.log", str(logs["bad"])])
     assert r.exit_code == 2
     assert "no such file" in r.stderr and "Traceback" not in r.stderr
-    assert len([x for x in r.stdout.splitlines() if x.strip()]) == 2
+    rows = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    assert [x.get("kind", "finding") for x in rows] == ["finding", "finding", "verdict"]
 
 
 def test_yaml_error_in_user_ledger_is_one_line_and_scan_goes_on(tmp_path: Path, logs):
@@ -89,7 +92,7 @@ def test_yaml_error_in_user_ledger_is_one_line_and_scan_goes_on(tmp_path: Path, 
     r = runner.invoke(app, ["scan", "-f", "jsonl", "--ledger", str(tmp_path), str(logs["bad"])])
     assert r.exit_code == 2
     assert "mine.yaml:" in r.stderr and "YAML error" in r.stderr and "Traceback" not in r.stderr
-    assert len(r.stdout.splitlines()) == 2
+    assert [json.loads(x).get("kind", "finding") for x in r.stdout.splitlines()] == ["finding", "finding", "verdict"]
 
 
 def test_explain_and_ledger_commands():
@@ -179,4 +182,4 @@ def test_live_pipe_emits_a_finding_while_the_writer_is_still_open(sigclass_exe, 
 def test_python_dash_m_works(logs):
     p = subprocess.run([sys.executable, "-m", "sigclass", "scan", "-f", "jsonl", str(logs["bad"])],
                        capture_output=True, timeout=120)
-    assert p.returncode == 1 and p.stdout.count(b"\n") == 2
+    assert p.returncode == 1 and p.stdout.count(b"\n") == 3  # two findings, then the verdict

@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 _API = (
     "Classification", "FindingRecord", "Gotcha", "GotchaSummary", "RootFault", "RunAnalysis", "RunUnit",
     "SystematicFault", "analyze_run", "classify", "explain", "list_gotchas", "compare", "Comparison",
+    "Verdict", "Cause", "Victim",
 )
 
 
@@ -25,6 +26,6 @@ __all__ = [
     "__version__",
     "classify", "analyze_run", "compare", "explain", "list_gotchas",
     "Classification", "Comparison", "FindingRecord", "RunAnalysis", "RunUnit", "RootFault", "SystematicFault",
-    "Gotcha", "GotchaSummary",
+    "Gotcha", "GotchaSummary", "Verdict", "Cause", "Victim",
     "SigclassError", "InputError", "SignatureError", "ModelError",
 ]

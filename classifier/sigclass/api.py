@@ -21,7 +21,7 @@ import warnings
 
 from sigclass.errors import InputError, Problem, SignatureError
 from sigclass.problems import ProblemLine
-from sigclass.records import fold
+from sigclass.records import Cause, fold, Verdict, Victim  # noqa: F401  (the verdict's types, re-exported)
 from sigclass.results import (  # noqa: F401  (the API's types, re-exported)
     Classification, Comparison, FindingRecord, Gotcha, GotchaSummary, RootFault, RunAnalysis, RunUnit,
     SystematicFault,
@@ -168,7 +168,7 @@ def classify(text_or_path: str | bytes | os.PathLike, *, ledger: LedgerArg = Non
             res = eng.scanner.scan(path, live=False)
     findings = tuple(FindingRecord.from_finding(f) for f in fold(res.findings))
     problems = tuple(ProblemLine(p) for p in dict.fromkeys((*eng.notes, *res.problems)))
-    return Classification(res.source, findings, problems)
+    return Classification(res.source, findings, problems, res.verdict)
 
 
 def explain(family_id: str, *, ledger: LedgerArg = None) -> Gotcha:

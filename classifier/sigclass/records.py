@@ -1,4 +1,5 @@
-"""The records sigclass emits: one Finding per failure; per run directory, its Units, RootFaults, Systematic faults, the Run and a Batch of runs.
+"""The records sigclass emits: one Finding per failure and one Verdict per log (its Cause, Victims and
+independent faults); per run directory, its Units, RootFaults, Systematic faults, the Run and a Batch of runs.
 
 Each record's JSON is its fields in order, less those marked internal; their
 annotations (with `J` keywords) are the JSON types. The JSON Schemas
@@ -9,11 +10,11 @@ from these classes by `sigclass.typeschema`, so a field is declared once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, Sequence, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, NotRequired, Sequence, TypedDict
 
 from sigclass.problems import ProblemLine, to_dicts
 from sigclass.typeschema import INTERNAL, J, json_keys, plain
-from sigclass.vocab import Method, Role, Status, UnitRole, UnitStatus
+from sigclass.vocab import CauseBasis, Method, Role, Status, UnitRole, UnitStatus
 
 if TYPE_CHECKING:
     from sigclass.text.prefixes import Stream
@@ -72,6 +73,7 @@ class Finding:
     stream: Stream | None = field(default=None, metadata=INTERNAL)
     block: list[str] = field(default_factory=list, metadata=INTERNAL)  # the normalised failure block
     notes: list[str] = field(default_factory=list, metadata=INTERNAL)  # e.g. a condition met by a fact another worker printed
+    timed: bool = field(default=True, metadata=INTERNAL)  # its time is its own stream's, not inherited from another worker's line
 
     def to_dict(self, *, block: bool = False) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in FINDING_KEYS}
@@ -112,6 +114,66 @@ def fold(findings: list[Finding]) -> list[Finding]:
             first.workers.extend(w for w in f.all_workers() if w not in first.workers)
             first.end_line = max(first.end_line, f.end_line)
     return out
+
+
+# --------------------------------------------------------------------------- one verdict per log
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """The fault a verdict names as the cause of a log's failures, or an independent second fault."""
+
+    family: Annotated[str, J(description="Family id from the ledger, or 'unknown'.")]
+    worker: Annotated[str | None, J(description="The rank, task or process it struck (None: the log does not say).")]
+    line: Line
+    fingerprint: str
+    confidence: Annotated[float, J(minimum=0, maximum=1, description="How sure: a fault in the worker's own lines keeps "
+                                                                      "its finding's; one inferred from an exit code less.")]
+    time: str | None = None
+    basis: CauseBasis = CauseBasis.OWN_LINES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: plain(getattr(self, k)) for k in json_keys(Cause)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Cause:
+        return cls(d["family"], d["worker"], int(d["line"]), d["fingerprint"], float(d["confidence"]), d.get("time"),
+                   CauseBasis(d.get("basis", CauseBasis.OWN_LINES)))
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    """A failure the cause explains: the family it printed itself (None: it printed none), its worker, its line."""
+
+    family: str | None
+    worker: str | None
+    line: Line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in json_keys(Victim)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Victim:
+        return cls(d["family"], d["worker"], int(d["line"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One log's answer after its whole input: the cause (None: no failure), its victims, independent faults."""
+
+    source: str
+    cause: Cause | None
+    victims: tuple[Victim, ...] = ()
+    independent: tuple[Cause, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: plain(getattr(self, k)) for k in json_keys(Verdict)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        cause = d.get("cause")
+        return cls(d["source"], Cause.from_dict(cause) if cause else None,
+                   tuple(Victim.from_dict(v) for v in d.get("victims", ())),
+                   tuple(Cause.from_dict(c) for c in d.get("independent", ())))
 
 
 STATUSES = tuple(UnitStatus)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Mapping, TypedDict
 
 from sigclass import records
 from sigclass.problems import from_dict as problem_from_dict, ProblemLine, to_dicts
-from sigclass.records import Finding, Supersede
+from sigclass.records import Finding, Supersede, Verdict
 from sigclass.typeschema import frozen_copy, J, Plain
 from sigclass.vocab import Role, Status, UnitStatus
 
@@ -45,11 +45,14 @@ FINDING_DESCRIPTION = "One failure in a log, classified against the gotcha ledge
 
 @dataclass(frozen=True)
 class Classification(Plain):
-    """The findings of one log, repeats folded, in the order they occur."""
+    """The findings of one log, repeats folded, in the order they occur, and the log's verdict: which fault started
+    it (family, worker, line, fingerprint, confidence), what it took down, and any independent second fault."""
 
     source: str
     findings: tuple[Annotated[FindingRecord, J(title="sigclass finding", description=FINDING_DESCRIPTION)], ...]
     problems: tuple[ProblemLine, ...] = ()  # each a line (`str`) with .path, .kind and .message
+    verdict: Annotated[Verdict | None, J(required=False, description="After the whole log: the fault that started it, "
+                                                                     "what it took down, independent faults.")] = None
 
     @property
     def roots(self) -> tuple[FindingRecord, ...]:

@@ -71,3 +71,11 @@ class ColourMode(StrEnum):
     AUTO = "auto"
     ALWAYS = "always"
     NEVER = "never"
+
+
+class CauseBasis(StrEnum):
+    """What showed a verdict's cause: the worker's own lines, a launcher's summary of it, or an exit code alone."""
+
+    OWN_LINES = "own lines"
+    LAUNCHER_SUMMARY = "launcher summary"
+    EXIT_CODE = "exit code"

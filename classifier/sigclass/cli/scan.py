@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import stat
 import sys
 from typing import Annotated, Optional
 import warnings
@@ -40,7 +41,7 @@ def scan(
     engine: Annotated[Optional[str], typer.Option(metavar="ENGINE", help="Prefilter engine: hyperscan, re2 or regex (default: fastest available).")] = None,
     stall: Annotated[str, typer.Option(metavar="WHEN", help="Live pipe: report a provisional stall when a worker's progress stops (auto, off, or seconds).")] = "auto",
 ) -> None:
-    """Scan logs and print one finding per failure, as soon as each failure ends."""
+    """Scan logs and print one finding per failure, as soon as each failure ends, and each log's verdict."""
     from sigclass.outputs.findings import Writer
 
     fmt_v = fmt.value if isinstance(fmt, Fmt) else str(fmt)
@@ -68,9 +69,11 @@ def scan(
     found = False
     for path in paths or ["-"]:
         try:
+            writer.start(live=_is_live(path))
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 res = scanner.scan(path, on_finding=writer.finding)
+            writer.verdict(res.verdict)
             for w in caught:
                 err(str(w.message))
         except InputError as exc:
@@ -96,7 +99,8 @@ def scan(
                 problems.append(p)
         if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
             input_error = True
-        found = found or any(f.status != Status.RECOVERED for f in res.findings)  # recovered: progress went on
+        found = (found or any(f.status != Status.RECOVERED for f in res.findings)  # recovered: progress went on
+                 or (res.verdict is not None and res.verdict.cause is not None))
         lines += res.lines
     writer.close(problems)
     if not found and not quiet and fmt_v == "text" and not input_error and _terminal(sys.stderr):
@@ -131,6 +135,16 @@ def family_ids(incomplete: str) -> list[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [s for s in load_ledger([]).signatures if s.startswith(incomplete)]
+
+
+def _is_live(path: str) -> bool:
+    """Standard input that is not a regular file (a pipe, a terminal) may still be being written."""
+    if path != "-":
+        return False
+    try:
+        return not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
+    except (OSError, ValueError):
+        return True
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""Writing findings for people (text) and programs (json, jsonl)."""
+"""Writing findings, and each log's verdict, for people (text) and programs (json, jsonl)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any, IO
 from sigclass.outputs.colour import Paint, wanted
 from sigclass.outputs.prose import clip_evidence, terms, wrap
 from sigclass.problems import to_dicts
-from sigclass.records import Finding
-from sigclass.vocab import ColourMode, Method, Role, Status, UNKNOWN
+from sigclass.records import Finding, Verdict
+from sigclass.vocab import CauseBasis, ColourMode, Method, Role, Status, UNKNOWN
 
 
 def use_colour(stream: IO[str], when: ColourMode | str = ColourMode.AUTO) -> bool:
@@ -62,8 +62,35 @@ def finding_text(f: Finding, paint: Paint) -> str:
     return "\n".join(out)
 
 
+_BASIS_WORDS = {CauseBasis.OWN_LINES: "from its own lines", CauseBasis.LAUNCHER_SUMMARY: "from the launcher's summary",
+                CauseBasis.EXIT_CODE: "from an exit code alone"}
+
+
+def verdict_text(v: Verdict, paint: Paint) -> str:
+    """A log's verdict: the cause first, then what it took down and what broke on its own ('' without a cause)."""
+    c = v.cause
+    if c is None:
+        return ""
+    who = f"worker {c.worker}" if c.worker else "worker unknown"
+    out = [f"{v.source}: cause {paint(c.family, '1;31')}, {who}, line {c.line} "
+           f"(confidence {c.confidence:.2f}, {_BASIS_WORDS.get(c.basis, c.basis)})"]
+    if v.victims:
+        groups: dict[str, list[str]] = {}
+        for x in v.victims:
+            groups.setdefault(x.family or "no error of its own", []).append(x.worker or "?")
+        out.append("  victims: " + "; ".join(f"{fam} on {', '.join(ws)}" for fam, ws in groups.items()))
+    for x in v.independent:
+        out.append(f"  independent: {x.family}, worker {x.worker or 'unknown'}, line {x.line}")
+    same = 1 + sum(1 for x in v.independent if x.family == c.family)
+    if same > 1:
+        out.append(f"  systematic: {c.family} struck {same} workers separately")
+    return "\n".join(out)
+
+
 class Writer:
-    """Streams findings as they are found; folds repeats for text and json."""
+    """Streams findings as they are found; folds repeats for text and json. Each source ends with its verdict:
+    jsonl prints it after the source's last finding, text before the source's findings (held back until the
+    verdict, except from a live pipe), json puts every verdict first."""
 
     def __init__(self, fmt: str, stream: IO[str] | None = None, colour: ColourMode | str = ColourMode.AUTO) -> None:
         self.fmt = fmt
@@ -71,6 +98,13 @@ class Writer:
         self.paint = Paint(use_colour(self.stream, colour) and fmt == "text")
         self.seen: dict[tuple[str, str, str], Finding] = {}
         self.all: list[Finding] = []
+        self.verdicts: list[Verdict] = []
+        self.hold = False  # text: hold a source's findings until its verdict
+        self.held: list[Finding] = []
+
+    def start(self, *, live: bool) -> None:
+        """A new source begins; a live one (a pipe still being written) streams its findings in text too."""
+        self.hold = self.fmt == "text" and not live
 
     def _write(self, text: str) -> None:
         self.stream.write(text)
@@ -87,14 +121,33 @@ class Writer:
             return
         self.seen[key] = f
         if self.fmt == "text":
-            self._write(finding_text(f, self.paint) + "\n\n")
+            if self.hold:
+                self.held.append(f)
+            else:
+                self._write(finding_text(f, self.paint) + "\n\n")
+
+    def verdict(self, v: Verdict | None) -> None:
+        """A source's verdict, once its whole input has been read."""
+        if v is None:
+            return
+        self.verdicts.append(v)
+        if self.fmt == "jsonl":
+            self._write(json.dumps({"kind": "verdict", **v.to_dict()}, ensure_ascii=False) + "\n")
+        elif self.fmt == "text":
+            text = verdict_text(v, self.paint)
+            if text:
+                self._write(text + "\n\n")
+            for f in self.held:
+                self._write(finding_text(f, self.paint) + "\n\n")
+            self.held = []
 
     def close(self, problems: list[str], summary: dict[str, Any] | None = None) -> None:
         from sigclass.records import fold
 
         if self.fmt == "json":
             folded = fold([_copy(f) for f in self.all])
-            doc = {"findings": [f.to_dict() for f in folded], "problems": to_dicts(problems)}
+            doc = {"verdicts": [v.to_dict() for v in self.verdicts], "findings": [f.to_dict() for f in folded],
+                   "problems": to_dicts(problems)}
             if summary:
                 doc["summary"] = summary
             self._write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")

@@ -43,7 +43,7 @@ GOTCHA_LIST = _document("gotcha-list", "sigclass gotcha list", {
     "type": "object", "required": ["gotchas"], "properties": {"gotchas": type_schema(list[GotchaSummary])}})
 
 CLASSIFICATION = _document("classification", "sigclass classification", object_schema(Classification),
-                           "The findings of one log (repeats folded), with what got in the way of reading it.")
+                           "The findings of one log (repeats folded), its verdict, and what got in the way of reading it.")
 
 # The run object: one element of `sigclass runs --format json`'s "runs".
 RUN = _document("run", "sigclass run", object_schema(Run),

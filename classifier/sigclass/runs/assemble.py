@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from sigclass.records import Finding, Run, Unit
 from sigclass.runs.borrow import lend, unit_facts
-from sigclass.runs.cascade import attribute_cascades, systematic_faults
+from sigclass.runs.cascade import attribute_cascades, name_root_workers, systematic_faults
 from sigclass.runs.discover import RunPlan
 from sigclass.runs.layouts import file_stem, Identity, norm_id
 from sigclass.runs.sources import MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
@@ -260,7 +260,11 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
         launcher.extend(_fold_loose(pieces))
     units = [_make_unit(p) for p in pieces.values()]
     unit_facts(scans, units)
-    roots = attribute_cascades(units)
+    verdicts = [sc.verdict for sc in scans if sc.verdict is not None]
+    # what a source's verdict calls a victim (an NCCL error on a rank another rank's fault took down) is never a
+    # root fault of the run either; a root fault whose unit names no worker takes the one the verdict names
+    roots = attribute_cascades(units, {(v.source, x.line) for v in verdicts for x in v.victims})
+    name_root_workers(roots, verdicts)
     systematic = systematic_faults(roots)
     units.sort(key=lambda u: (natural(u.unit), str(u.worker)))
     noun = _noun(plan, scans, units)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sigclass.records import RootFault, Systematic, Unit
+from sigclass.records import RootFault, Systematic, Unit, Verdict
 from sigclass.runs.summary import first_sentence, natural
 from sigclass.vocab import Role, Status, UnitRole, UnitStatus, UNKNOWN
 
 
-def attribute_cascades(units: list[Unit]) -> list[RootFault]:
-    """Give each failed or incomplete unit its role; return the root faults with their victims."""
+def attribute_cascades(units: list[Unit], victims: set[tuple[str, int]] | frozenset = frozenset()) -> list[RootFault]:
+    """Give each failed or incomplete unit its role; return the root faults with their victims. `victims`:
+    (source, line) of the failures a source's verdict explains by another worker's fault (never roots)."""
     by_worker: dict[Any, list[Unit]] = {}
     for u in units:
         key = ("w", u.worker) if u.worker is not None else ("u", u.unit)
@@ -28,7 +29,8 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
                 root_of[id(u)] = current
                 continue
             if u.status == UnitStatus.FAILED:
-                if u.finding is not None and u.finding.family_role == Role.SECONDARY:
+                if u.finding is not None and (u.finding.family_role == Role.SECONDARY
+                                              or (u.source, u.line) in victims):
                     orphans.append(u)
                 else:
                     roots.append(u)
@@ -91,6 +93,19 @@ def attribute_cascades(units: list[Unit]) -> list[RootFault]:
             list(f.caveats) if f else [], [dict(x) for x in f.superseded_by] if f else [],
         ))
     return out
+
+
+def name_root_workers(roots: list[RootFault], verdicts: list[Verdict]) -> None:
+    """A root fault whose unit names no worker (a combined log without line prefixes) takes the worker its
+    source's verdict names for the same fault: the rank a launcher's summary or the failure's own text named."""
+    for r in roots:
+        if r.worker is not None:
+            continue
+        for v in verdicts:
+            c = v.cause
+            if c is not None and c.worker is not None and v.source == r.source and c.family == r.family:
+                r.worker = c.worker
+                break
 
 
 def systematic_faults(roots: list[RootFault]) -> list[Systematic]:

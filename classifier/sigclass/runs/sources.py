@@ -12,7 +12,7 @@ import warnings
 
 from sigclass.errors import InputError, SigclassError
 from sigclass.ledger.context import fact_info
-from sigclass.records import Finding
+from sigclass.records import Finding, Verdict
 from sigclass.runs.borrow import conditional
 from sigclass.runs.discover import file_kind, os_reason
 from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
@@ -59,6 +59,7 @@ class SourceScan:
     facts: dict[str, dict[str, str]] = field(default_factory=dict)  # worker ('' for any) -> fact -> value
     fact_lines: list[tuple[int, str, str, str]] = field(default_factory=list)  # unit-scope facts: (line, worker, fact, value)
     conditional: list = field(default_factory=list)  # families a finding misses for want of a fact (runs.borrow)
+    verdict: Verdict | None = None  # the scanner's verdict on the whole source (cause, victims, independent)
 
 
 _SCANNERS: dict[ScanConfig, Any] = {}
@@ -129,6 +130,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
         out.problems.append(f"{rel}: empty file; nothing to read")
     out.readable = res.bytes > 0 and not binary
     out.first_time, out.last_time = res.first_time, res.last_time
+    out.verdict = res.verdict
     kv = res.workers_kv
     raw_kv = kv.get("worker") or kv.get("rank") or kv.get("gpu")
     out.kv_worker = norm_id(raw_kv) if raw_kv else None

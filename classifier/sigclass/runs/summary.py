@@ -58,6 +58,9 @@ def headline(run: Run) -> str:
         parts.append(f"{loose} incomplete with no failure seen")
     if outside:
         parts.append(outside)
+    first = run.roots[0] if run.roots else None  # the roots are in time order
+    if first is not None and first.worker is not None and noun in ("ranks", "tasks"):
+        parts.append(f"{noun[:-1]} {first.worker} failed first ({first.family})")
     return f"{len(lost)}/{n} {noun} lost: " + ", ".join(parts)
 
 

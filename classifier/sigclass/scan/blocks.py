@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 import os
 import re
 
-from sigclass.records import Finding
+from sigclass.records import Finding, Verdict
 from sigclass.scan.reader import BLOCK
 from sigclass.scan.triggers import CHAIN, EXC_LINE
 from sigclass.text.lines import Line
 from sigclass.text.prefixes import Stream
+from sigclass.text.workers import Exit
 
 
 @dataclass
@@ -60,6 +61,8 @@ class ScanResult:
     first_time: str | None = None
     last_time: str | None = None
     fact_lines: list[tuple[int, str, str, str]] = field(default_factory=list)  # (line, worker, fact, value)
+    exits: list[Exit] = field(default_factory=list)  # launchers' words that a worker ended, and how
+    verdict: Verdict | None = None  # after the whole input: the cause, its victims, independent faults
 
 
 _NP = None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from sigclass.scan.blocks import Marker
-from sigclass.scan.triggers import FAIL_VERBS, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
+from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
-from sigclass.text.lines import fingerprint, Line
+from sigclass.text.lines import fingerprint, Line, parse_time
+from sigclass.text.workers import exits_in_line, TABLE_RANK
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
@@ -13,7 +14,8 @@ MAX_FACT_LINES = 20000  # fact sightings kept per source, with their line (what 
 
 
 class CountedEvidence:
-    """Counted patterns, facts, shard markers and key=value fields of one source (a part of `ScanState`)."""
+    """Counted patterns, facts, shard markers, key=value fields and launchers' exit lines of one source (a part of
+    `ScanState`)."""
 
     def _side_hits(self, ln: Line, lineno: int, pids: set[int]) -> None:
         for pid in pids:
@@ -38,6 +40,12 @@ class CountedEvidence:
         if G_KV in pids:
             for m in KV.finditer(ln.content):
                 self.kv.setdefault(m["key"], m["val"])
+        if G_EXIT in pids:
+            table = TABLE_RANK.match(ln.body)
+            if table is not None:  # a ChildFailedError table's rank row, for the exitcode row below it
+                self.table_rank = table["w"]
+            else:
+                self.exits.extend(exits_in_line(ln.content, lineno, self.table_rank, self._cur_time()))
         for pid in pids:
             need = self.sc.counted.get(pid)
             if need is not None:
@@ -102,6 +110,8 @@ class CountedEvidence:
             f.fingerprint = fingerprint([f.fingerprint, f"episode {n}"])
         self.counted_last[id(f)] = self._cur_time()
         register(self.family_open, f, self.counted_last[id(f)])
+        first = seen[0][1]
+        f.timed = bool(first.time_override) or parse_time(first.content, self.year) is not None
         self.counters[key] = f
         self.counters.setdefault((fam, ln.worker), f)
         del self.counts[key]

@@ -29,6 +29,7 @@ from sigclass.scan.overtime import OverTime
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
+from sigclass.scan.attribution import decide
 from sigclass.vocab import SignatureMode
 
 
@@ -114,7 +115,8 @@ class Scanner:
         problems.extend(self.guard.messages)
         self.guard.messages = []
         return ScanResult(state.name, run.findings, run.markers, run.kv, run.facts, problems, run.lineno,
-                          state.bytes_read, run.first_time, run.last_time, run.fact_lines)
+                          state.bytes_read, run.first_time, run.last_time, run.fact_lines, run.exits,
+                          decide(state.name, run.findings, run.exits))
 
     def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, dict | None]]:
         """Blocks of a source with their prefilter hits. For files, a helper thread reads and runs the
@@ -171,7 +173,8 @@ class Scanner:
             pos = end
         run.finish()
         return ScanResult(source, run.findings, run.markers, run.kv, run.facts, list(state.problems) + self.guard.messages,
-                          run.lineno, len(data), run.first_time, run.last_time, run.fact_lines)
+                          run.lineno, len(data), run.first_time, run.last_time, run.fact_lines, run.exits,
+                          decide(source, run.findings, run.exits))
 
     # ------------------------------------------------------------------ classification
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],

@@ -20,6 +20,7 @@ from sigclass.scan.triggers import (
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
+from sigclass.text.workers import Exit, worker_in_text
 from sigclass.vocab import Method, Role, SignatureMode, Status, UNKNOWN
 from sigclass.text.prefixes import Stream
 
@@ -44,6 +45,8 @@ class ScanState(SourceClock, CountedEvidence):
         self.fact_lines: list[tuple[int, str, str, str]] = []  # (line, worker, fact, value), in order
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
+        self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
+        self.table_rank: str | None = None  # the rank row of a ChildFailedError table, for its exitcode row
         self._lo = 0  # where the current span starts: look-backs stop there
         self._hits: dict[int, set[int]] = {}
         self._cur: tuple[bytes, int, Line] | None = None
@@ -279,7 +282,8 @@ class ScanState(SourceClock, CountedEvidence):
             return
         texts = [ln.content for _, ln in blk.lines]
         bodies = [ln.body for _, ln in blk.lines]
-        worker = blk.worker
+        # no prefix named the worker: the failure's own text may (`[PG 1 Rank 1]`, `local_rank: 3`, srun's task)
+        worker = blk.worker if blk.worker is not None else worker_in_text(bodies)
 
         def fact(name: str) -> str | None:
             for key in (worker or "", ""):
@@ -291,12 +295,13 @@ class ScanState(SourceClock, CountedEvidence):
                     return d[name]
             return None
 
+        timed = blk.own_time  # False: its time is inherited from a line above, perhaps another worker's
         if not blk.own_time:
             # the failure's own first timestamp beats the one inherited from another stream's line above
             for _, x in blk.lines[:20]:
                 t = parse_time(x.content, self.year)
                 if t is not None:
-                    blk.time = t
+                    blk.time, timed = t, True
                     break
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
         end_line = blk.lines[-1][0]
@@ -305,6 +310,7 @@ class ScanState(SourceClock, CountedEvidence):
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
+            f.timed = timed
             self._emit(f)
             return
         if self.sc.learned is not None and (blk.shaped or self.sc.signatures == SignatureMode.LEARNED):
@@ -316,6 +322,7 @@ class ScanState(SourceClock, CountedEvidence):
                     ev = exception_lines(bodies)
                     f = self._make(sig, ev, prob, Method.LEARNED, blk.start, end_line, blk.time, worker, stream, unit, bodies,
                                    [strip_ts(e) for e in ev[:1]])
+                    f.timed = timed
                     self._emit(f)
                     return
         if not blk.shaped:
@@ -325,7 +332,7 @@ class ScanState(SourceClock, CountedEvidence):
             family=UNKNOWN, title="Failure no signature explains", role=Role.ROOT, status=Status.UNKNOWN,
             confidence=0.0, method=Method.NONE, source=self.state.name, line=blk.start, end_line=end_line,
             time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint([UNKNOWN, *ev[-2:]]),
-            mitigation="", family_role=Role.ROOT, unit=unit, stream=stream, block=bodies,
+            mitigation="", family_role=Role.ROOT, unit=unit, stream=stream, block=bodies, timed=timed,
         )
         self._emit(f)
 

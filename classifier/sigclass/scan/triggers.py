@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from sigclass.text.workers import EXIT_TRIGGER
+
 
 GAP_LINES = 40  # a traceback with no line of its own for this many lines is closed
 
@@ -18,14 +20,16 @@ MAX_MSG_LINES = 12  # continuation lines after an exception line
 # Generic triggers: ids above the ledger's pattern ids.
 G_BASE = 1 << 20
 
-G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV = range(G_BASE, G_BASE + 7)
+G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV, G_EXIT = range(G_BASE, G_BASE + 8)
 
 GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
     # an exception name where a message can start: line start, or after a prefix/header (`]`, `:`, `)`, `>`,
     # a log level), not quoted mid-sentence as in `retrying (ConnectionResetError: ...)`
-    # (`Name: message`, or a bare `Name` / `Name:` ending the line: `AssertionError`, a ChildFailedError summary)
-    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)(?:\[[^\]]*\])?(?:: |: *$|$)",
+    # (`Name: message`, or a bare `Name` / `Name:` ending the line: `AssertionError`, a ChildFailedError summary;
+    # a bare `Exception: ...` too, as vLLM's engine raises it)
+    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
+           r"(?:: |: *$|$)",
     G_CPP: r"terminate called after throwing an instance of",
     # a fatal one-line error: CPython's, or argparse's usage error (`prog: error: unrecognized arguments: ...`, exit 2)
     G_FATAL: r"Fatal Python error: |[A-Za-z0-9_.-]+: error: (?:unrecognized arguments: |the following arguments are required: "
@@ -33,12 +37,14 @@ GENERIC = {
     G_ABORT: r"Aborted +\(core dumped\)",
     G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
     G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
+    G_EXIT: EXIT_TRIGGER,  # a launcher's word that a worker ended, and how (text/workers.py)
 }
 
 
 BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
 
-EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error)(?:\[[^\]]*\])?(?::|$)")
+EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
+                      r"(?:\[[^\]]*\])?(?::|$)")
 
 CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception"
                     r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import hashlib
 import re
 
-from sigclass.text.prefixes import LINE_PREFIXES, RAY_WORKER_NAME, Stream
+from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RAY_WORKER_NAME, Stream
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -25,12 +25,15 @@ _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # A log header at the start of the content: timestamp and/or level and/or a [file:line] tag.
 _HEADER = re.compile(
     r"(?:"
-    r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?"  # vLLM
+    # vLLM: `ERROR 03-06 06:49:30 [core.py:123] `, and before 0.8 `ERROR 03-13 16:32:15 worker_base.py:574] `
+    r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]]*\]|[\w.]+:\d+\]) ?"
     r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]]*\] ?"  # glog / torch
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?:\s*\[[^\]]*\])?(?:\s+[\w.]+:)?)? ?"
     r")"
 )
 _TAG = re.compile(r"\[[^\]]*\]")
+_LEAD = re.compile(LEAD)
+_RANK_IN_PREFIX = re.compile(r"[ (,]rank=(\d+)")
 
 
 @dataclass(slots=True)
@@ -68,6 +71,11 @@ def split_line(raw: str) -> Line:
     kind: str | None = None
     unit = tov = None
     lov: int | None = None
+    if "[" in content:
+        lead = _LEAD.match(content)
+        if lead is not None:  # a timestamp, a host or a paste's line number before a rank prefix
+            content = content[lead.end():]
+            tov = parse_time(lead.group(0))
     for _ in range(2):
         for k, rx in LINE_PREFIXES:
             m = rx.match(content)
@@ -84,10 +92,19 @@ def split_line(raw: str) -> Line:
                 parent = stream or Stream("", "")
                 stream = Stream(parent.kind, parent.id, (m.groupdict().get("name") or k, m["w"]))
             elif k == "ray" and m.groupdict().get("name"):
-                # a Ray actor's pid names a worker; a helper process of one worker (vLLM's EngineCore,
-                # a DataLoader) is only a stream of its own
+                # a Ray actor's pid names a worker, and so does a vLLM worker's rank (`VllmWorker rank=2 pid=5`);
+                # a helper process of one worker (vLLM's EngineCore, a DataLoader) is only a stream of its own
                 stream = Stream(m["name"], m["w"])
-                worker = m["w"] if RAY_WORKER_NAME.search(m["name"]) else None
+                rank = _RANK_IN_PREFIX.search(m.group(0))
+                worker = rank.group(1) if rank else m["w"] if RAY_WORKER_NAME.search(m["name"]) else None
+            elif kind == "ray" and stream is not None:
+                # a rank prefix inside a Ray actor's or a vLLM process's (`(RayTrainWorker pid=5) [rank0]:`): the
+                # rank names the worker, the lines stay the process's own stream
+                stream = Stream(stream.kind, stream.id, (k, m["w"]))
+                worker = m["w"]
+            elif m.groupdict().get("host"):
+                worker = f"{m['host']}:{m['w']}"
+                stream = Stream(k, worker)
             else:
                 stream = Stream(k, m["w"])
                 worker = m["w"]

@@ -35,7 +35,15 @@ PREFIXES: tuple[Prefix, ...] = (
            r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
+    # pdsh's host in front of torchrun's `--tee` prefix: `gpu187:2: ` (the worker is host:local rank)
+    Prefix("tee", r"(?P<host>[A-Za-z][\w-]*):(?P<w>\d{1,4}): ", None),
 )
+
+# What may stand before a rank prefix, and is read past: a timestamp (`2024-11-20 14:37:16 [rank3]: `), the
+# host pdsh puts in front of a multi-node launcher's lines (`node-2: [rank9]: `), a paste's line number
+# (`[80746] [rank0]:`). Only ever in front of a rank prefix (the look-ahead), so no other line changes.
+LEAD = (r"(?:\[\d+\] |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? +"
+        r"|[A-Za-z0-9][\w.-]*: )(?=\[(?:rank|default)\d+\]:)")
 
 @dataclass(frozen=True, slots=True)
 class Stream:
@@ -101,7 +109,7 @@ def _census() -> tuple[re.Pattern[bytes], tuple[tuple[int, int | None], ...]]:
         assert w is not None, p
         alts.append("".join(out))
         groups.append((w, name))
-    rx = re.compile(rb"^(?:\x1b\[[0-9;]*m)*(?:" + "|".join(alts).encode() + rb")", re.M)
+    rx = re.compile(rb"^(?:\x1b\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
     return rx, tuple(groups)
 
 

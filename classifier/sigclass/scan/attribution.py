@@ -1,0 +1,232 @@
+"""Root attribution, one verdict per log: after the whole input, which fault started it, what it took down, what
+else broke (`scan/verdict.py` settles the findings' own roles first: superseded symptoms, late roots, recovered).
+
+File order is not time order (workers' streams interleave; some lines carry no timestamp), so the verdict
+never compares line numbers across workers. It ranks every failure by how directly it shows a fault:
+
+  direct    a root-family fault in the worker's own lines (a CUDA error, a segfault, a failed import, ...)
+  summary   a fault a launcher reports for a worker that printed nothing itself (exit -9 / 137, -11 / 139,
+            srun's `task 3: Out Of Memory`): a rank the OOM killer took says nothing, its launcher does
+  unknown   a failure no family explains (with an error line of its own)
+  nccl      an NCCL error: most often what the others print when one rank died
+  secondary a watchdog timeout, a dead engine or actor: what a victim prints
+  unseen    a traceback cut short before its error line
+  stopped   a stop signal from outside (a scheduler, a user)
+  exited    a launcher's word that a worker exited non-zero, and nothing else
+  report    a launcher tearing down the siblings of a failed child, or its ChildFailedError report
+
+then by the time the fault began, where the failure carries a timestamp of its own stream (a watchdog that
+"ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
+worker's failures, then by worker id: nothing that depends on how the streams interleave. A weak failure (no
+family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
+"first observed failure" is evidence, not truth: it is often a victim that exited first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Sequence
+
+from sigclass.records import Cause, Finding, Verdict, Victim
+from sigclass.text.lines import fingerprint
+from sigclass.text.prefixes import Stream
+from sigclass.text.workers import EXIT_LINES, Exit, family_of_exit, norm_worker, worker_in_text, worker_of_stream
+from sigclass.vocab import CauseBasis, Role, Status, UNKNOWN
+
+_RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+_KERNEL_OOM = re.compile(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|killed by the cgroup out-of-memory|Killed process \d+")
+
+TIER_DIRECT, TIER_SUMMARY, TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN, TIER_SECONDARY, TIER_STOPPED, TIER_EXITED, TIER_REPORT = (
+    60, 50, 40, 30, 15, 20, 10, 5, 0)
+# how sure the verdict is of a cause, by what showed it (a direct fault keeps its own confidence)
+_SURE = {TIER_UNKNOWN: 0.5, TIER_NCCL: 0.6, TIER_UNSEEN: 0.35, TIER_SECONDARY: 0.4, TIER_STOPPED: 0.3, TIER_EXITED: 0.3,
+         TIER_REPORT: 0.2}
+# a stop signal from outside (a scheduler, a user, an agent told to stop); a launcher tearing down the siblings of
+# a failed child (`Killing subprocess N`, `Sending process N closing signal SIGTERM`) or its ChildFailedError
+# report is not one: those follow a failure, they never start one
+_SIGNAL_WORDS = re.compile(r"[Rr]eceived (?:signal )?(?:SIG|\d)|death signal|got signal|[Cc]aught SIG|Got SIG"
+                           r"|Signal \d+ \(SIG|CANCELLED|: Terminated|task \d+: Terminated|KeyboardInterrupt|SignalException"
+                           r"|exitcode *: -(?:1|2|15) ")
+# stopped from outside: what a launcher's teardown or a scheduler does to every worker (the least telling)
+_STOPPED = {"process-killed-by-signal"}
+# what a victim says inside an error that no family (or only nccl-error) explains: the watchdog's own
+# DistBackendError, a dead engine, a stop signal
+_VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchdog thread terminated with exception: \[Rank \d+\] Watchdog"
+                           r"|EngineDeadError|EngineCore encountered an issue|[Rr]eceived SIGTERM|closing signal SIGTERM"
+                           r"|death signal|got signal: \d+|SignalException")
+# a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
+_LAUNCHER_REPORT = re.compile(r"returned non-zero exit status \d+|ChildFailedError")
+# an error's own line: without one (a traceback cut short) a failure with no family says little
+_ERROR_LINE = re.compile(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
+                         r"|what\(\):|Fatal Python error|Segmentation fault|Aborted|[Aa]ssertion .* failed")
+_SURE_SUMMARY = {"host-oom-killed": (0.85, 0.6)}  # (with the kernel's or the scheduler's OOM word, without)
+_SURE_SUMMARY_OTHER = 0.7
+
+
+@dataclass
+class _Cand:
+    family: str
+    worker: str | None
+    line: int
+    fingerprint: str
+    confidence: float
+    tier: int
+    began: str | None  # when the fault began, from the failure's own timestamp; None: unknown
+    time: str | None
+    ordinal: int  # its place among its worker's failures (file order is time order within one worker)
+    basis: str
+    process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
+
+    def key(self) -> tuple:
+        return (-self.tier, self.began is None, self.began or "", self.ordinal, _worker_key(self.worker), self.family,
+                self.fingerprint)
+
+
+def _worker_key(w: str | None) -> tuple:
+    """Numbers in numeric order, then names, then no worker."""
+    return (0, int(w), "") if w is not None and w.isdigit() else (1, 0, w) if w is not None else (2, 0, "")
+
+
+def _began(time: str | None, block: Sequence[str]) -> str | None:
+    if time is None:
+        return None
+    for ln in block:
+        m = _RAN_FOR.search(ln)
+        if m:
+            try:
+                t = datetime.strptime(time, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(milliseconds=int(m.group(1)))
+            except ValueError:
+                return time
+            return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return time
+
+
+def _process_of(stream: Stream | None, worker: str | None) -> str | None:
+    """The process a failure's lines come from: the outer prefix of a nested one (`(RayTrainWorker pid=5) [rank0]:`)."""
+    if stream is not None and not stream.in_record and stream.id:
+        return f"{stream.kind}:{stream.id}"
+    return worker
+
+
+def _is_summary(lines: Iterable[str]) -> bool:
+    return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
+
+
+def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ()) -> Verdict:
+    """The verdict on one source from all its findings (unfolded, as found) and its launchers' exit lines."""
+    if not findings and not exits:
+        return Verdict(source, None)
+    cands: list[_Cand] = []
+    per_worker: dict[str | None, int] = {}
+    kernel_oom = any(_KERNEL_OOM.search(e.text) for e in exits)
+    for f in findings:
+        if f.status == Status.RECOVERED:
+            continue  # progress went on after it (scan/verdict.py): not what stopped the run
+        # the head and the tail of a failure say what it is (a long traceback's middle is frames)
+        whole = list(f.block or f.evidence or ())
+        block = whole if len(whole) <= 40 else whole[:5] + whole[-35:]
+        worker = norm_worker(f.worker) or norm_worker(worker_of_stream(f.stream)) or norm_worker(worker_in_text(block))
+        summary = _is_summary(block)
+        text = "\n".join(block)
+        if f.family in _STOPPED:
+            tier = TIER_STOPPED if _SIGNAL_WORDS.search(text) else TIER_REPORT
+        elif f.family_role == Role.SECONDARY:
+            tier = TIER_SECONDARY
+        elif f.family == UNKNOWN:
+            if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
+                tier = TIER_SECONDARY
+            else:
+                tier = TIER_UNKNOWN if any(_ERROR_LINE.search(x) for x in block) else TIER_UNSEEN
+        elif f.family == "nccl-error" and _VICTIM_WORDS.search(text):
+            tier = TIER_SECONDARY
+        elif summary:
+            tier = TIER_SUMMARY
+        elif f.family == "nccl-error":
+            tier = TIER_NCCL
+        else:
+            tier = TIER_DIRECT
+        kernel_oom = kernel_oom or any(_KERNEL_OOM.search(x) for x in block)
+        began = _began(f.time, block) if f.timed else None
+        cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
+                           0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
+                           _process_of(f.stream, worker)))
+    # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
+    # family implies, else the one worker the launcher saw fail
+    failed = sorted({norm_worker(e.worker) for e in exits if e.worker is not None and e.code not in _NOT_FAILED})
+    for c in cands:
+        if c.worker is not None or c.tier < TIER_UNSEEN:
+            continue
+        codes = family_of_exit_codes(c.family)
+        near = sorted((e for e in exits if e.worker is not None and e.code in codes), key=lambda e: abs(e.line - c.line))
+        if near:
+            c.worker = norm_worker(near[0].worker)
+        elif len(failed) == 1:
+            c.worker = failed[0]
+    # an exit and no failure of that worker: a candidate of its own (a telling code: how sure, see _SURE;
+    # exit 1: it failed, why is not said)
+    seen_workers = {c.worker for c in cands if c.worker is not None and c.tier >= TIER_UNSEEN}
+    for e in exits:
+        w = norm_worker(e.worker)
+        if w is None or w in seen_workers or e.code in (None, 0):
+            continue
+        fam = family_of_exit(e.code)
+        if fam is None:
+            fam, tier = UNKNOWN, TIER_EXITED
+        elif fam in _STOPPED:
+            tier = TIER_STOPPED if _SIGNAL_WORDS.search(e.text) else TIER_REPORT
+        else:
+            tier = TIER_SUMMARY
+        seen_workers.add(w)
+        cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE, w))
+    if not cands:
+        return Verdict(source, None)
+    # within one worker, the order of its own lines is the order of time: a weak failure (no family, or an
+    # NCCL error) after that worker's own victim-family line is part of the same cascade, never above it
+    floor: dict[str | None, int] = {}
+    for c in sorted(cands, key=lambda c: c.line):
+        c.ordinal = per_worker.get(c.worker, 0)
+        per_worker[c.worker] = c.ordinal + 1
+        if c.tier in (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN) and c.process in floor:
+            c.tier = min(c.tier, floor[c.process])
+        if c.tier <= TIER_SECONDARY:
+            floor[c.process] = min(floor.get(c.process, c.tier), c.tier)
+    ranked = sorted(cands, key=_Cand.key)
+    top = ranked[0]
+    cause = Cause(top.family, top.worker, top.line, top.fingerprint, _confidence(top, kernel_oom), top.time, top.basis)
+    victims: dict[tuple, Victim] = {}
+    independent: dict[tuple, Cause] = {}
+    for c in ranked[1:]:
+        same_worker = c.worker is not None and c.worker == top.worker
+        if same_worker and c.family == top.family:
+            continue  # the same fault again (its summary, a repeat)
+        if not same_worker and (c.tier == TIER_DIRECT or (c.tier == top.tier == TIER_SUMMARY and c.family == top.family)):
+            k = (c.family, c.worker)
+            if k not in independent:
+                independent[k] = Cause(c.family, c.worker, c.line, c.fingerprint, _confidence(c, kernel_oom), c.time, c.basis)
+            continue
+        k = (c.family, c.worker)
+        if k not in victims:
+            victims[k] = Victim(c.family, c.worker, c.line)
+    by_worker = lambda x: (_worker_key(x.worker), x.family or "", x.line)  # noqa: E731
+    return Verdict(source, cause, tuple(sorted(victims.values(), key=by_worker)),
+                   tuple(sorted(independent.values(), key=by_worker)))
+
+
+_NOT_FAILED = (None, 0, -15, -2, -1)  # no exit code, success, or stopped from outside
+
+
+def family_of_exit_codes(family: str) -> tuple[int, ...]:
+    return {"host-oom-killed": (-9,), "segfault": (-11,), "shm-exhausted": (-7,)}.get(family, ())
+
+
+def _confidence(c: _Cand, kernel_oom: bool) -> float:
+    if c.tier == TIER_DIRECT:
+        return round(c.confidence or 1.0, 3)
+    if c.tier == TIER_SUMMARY:
+        if c.family in _SURE_SUMMARY:
+            yes, no = _SURE_SUMMARY[c.family]
+            return yes if kernel_oom else no
+        return _SURE_SUMMARY_OTHER
+    return _SURE[c.tier]

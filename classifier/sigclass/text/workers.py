@@ -1,0 +1,168 @@
+"""Worker identity read from the text of a failure, and launchers' exit summaries.
+
+A failure's worker usually comes from its line prefix (`[rank3]:`, `(RayWorkerWrapper pid=5)`). Where the
+prefix does not say, the message often does: `[Rank 3]`, `[PG 1 Rank 1]`, `rank=5`, `local_rank: 3`, and
+the launchers' summaries name the rank they saw fail (`failed (exitcode: -9) local_rank: 3`, the
+ChildFailedError table, DeepSpeed's `--local_rank=0 ... exits with return code = -9`, `srun: error:
+node: task 3: Killed`, `mpirun noticed that process rank 3 ... exited on signal 9`). The formats are the
+ones those launchers print (torch.distributed.elastic, deepspeed.launcher, accelerate / subprocess,
+Slurm's srun and slurmstepd, Open MPI's help texts, vLLM's executors, Ray's raylet).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sigclass.text.prefixes import Stream
+
+# (kind, regex): the first rule that matches names the worker; group `w` is its id.
+IN_MESSAGE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # torchelastic: `failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary`
+    ("rank", re.compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<w>\d+)")),
+    # the ChildFailedError table: `rank      : 3 (local_rank: 3)`
+    ("rank", re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)")),
+    # Open MPI: `mpirun noticed that process rank 3 with PID 5 on node x exited on signal 9 (Killed).`
+    ("rank", re.compile(r"noticed that process rank (?P<w>\d+) with PID")),
+    # srun: `srun: error: node-1: task 3: Killed`, `tasks 1-3: Out Of Memory`
+    ("task", re.compile(r"srun: error: [^:\s]+: tasks? (?P<w>\d+)(?:[-,]\d+)*: ")),
+    # vLLM's executor: `Worker proc VllmWorker-2 died unexpectedly`
+    ("rank", re.compile(r"Worker proc VllmWorker-(?P<w>\d+) died")),
+    # torch.multiprocessing.spawn: `process 3 terminated with signal SIGKILL`
+    ("rank", re.compile(r"[Pp]rocess (?P<w>\d+) terminated with (?:signal|exit code)")),
+    # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
+    ("rank", re.compile(r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]")),
+    # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
+    ("rank", re.compile(r"--local[_-]rank[= ]'?(?P<w>\d+)")),
+    # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
+    ("pid", re.compile(r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)")),
+    # the raylet's death notice: `Worker PID: 93658 Worker exit type: SYSTEM_ERROR`
+    ("pid", re.compile(r"Worker PID: (?P<w>\d+)")),
+    ("rank", re.compile(r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b")),
+    ("rank", re.compile(r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b")),
+)
+
+
+def worker_in_text(lines: list[str]) -> str | None:
+    """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
+    for _, rx in IN_MESSAGE:
+        for ln in lines:
+            m = rx.search(ln)
+            if m:
+                return str(int(m["w"]))
+    return None
+
+
+def worker_of_stream(stream: Stream | None) -> str | None:
+    """The worker a line prefix's stream names when the line itself names none (a vLLM or Ray helper
+    process `(EngineCore_DP0 pid=5)`, `(WorkerDict pid=7)`): its id, a rank inside it first."""
+    if stream is None or stream.in_record or not stream.id:
+        return stream.sub[1] if stream is not None and stream.sub else None
+    return stream.sub[1] if stream.sub else stream.id
+
+
+# --------------------------------------------------------------------------- launcher exit summaries
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """A launcher's word that one worker ended: its exit code or signal (negative: killed by that signal)."""
+
+    line: int
+    worker: str | None
+    code: int | None  # -9: SIGKILL; 137 is normalised to -9, 139 to -11, 134 to -6, 143 to -15
+    text: str
+    time: str | None = None
+
+
+_SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGABRT": 6, "SIGTERM": 15, "SIGBUS": 7, "SIGINT": 2}
+_SRUN_STATES = {"killed": -9, "out of memory": -9, "segmentation fault": -11, "bus error": -7, "aborted": -6,
+                "terminated": -15}
+
+EXIT_LINES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<w>\d+)"),
+    re.compile(r"exits with return code = (?P<code>-?\d+)"),
+    re.compile(r"died with <Signals\.(?P<sig>SIG[A-Z]+): \d+>"),
+    re.compile(r"srun: error: [^:\s]+: tasks? (?P<ws>\d+(?:[-,]\d+)*): (?:Exited with exit code (?P<code>\d+)|(?P<state>[A-Za-z ]+))"),
+    re.compile(r"noticed that process rank (?P<w>\d+) with PID \d+ on node \S+ exited on signal (?P<code>\d+)"),
+    # vLLM's executor; without an exit code (or `exit code: None`) the worker still died: code 1 stands for that
+    re.compile(r"Worker proc VllmWorker-(?P<w>\d+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
+    re.compile(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
+    # torchelastic stopping the siblings of a failed rank (the worker here is a pid)
+    re.compile(r"Sending process (?P<w>\d+) closing signal (?P<sig>SIG[A-Z]+)"),
+    re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)"),
+)
+# the table row that names the rank of the `exitcode :` row below it
+TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)")
+# the trigger the prefilter runs for all of the above (one alternation)
+EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died with <Signals\.|srun: error: "
+                r"|noticed that process rank [0-9]+ with PID|Worker proc VllmWorker-[0-9]+ died|rocess [0-9]+ terminated with signal|closing signal SIG"
+                r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank")
+
+
+def _norm_code(code: int) -> int:
+    """A shell's 128+N for a process killed by signal N is -N, as Python reports it (137 -> -9)."""
+    return -(code - 128) if 128 < code < 160 else code
+
+
+def _ids(spec: str) -> list[str]:
+    """'1-3,7' -> ['1', '2', '3', '7'] (srun's task lists); a range of more than 512 keeps its ends."""
+    out: list[str] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        lo, hi = int(a), int(b) if b else int(a)
+        out.extend(str(x) for x in (range(lo, hi + 1) if hi - lo <= 512 else (lo, hi)))
+    return out
+
+
+def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None = None) -> list[Exit]:
+    """The exits a launcher's summary line reports (srun names several tasks at once)."""
+    for rx in EXIT_LINES:
+        m = rx.search(text)
+        if not m:
+            continue
+        g = m.groupdict()
+        code: int | None = None
+        if g.get("code") is not None:
+            code = int(g["code"])
+            if "signal (?P<code>" in rx.pattern:
+                code = -code
+            code = _norm_code(code)
+        elif g.get("sig"):
+            code = -_SIGNALS.get(g["sig"], 0) or None
+        elif g.get("state"):
+            code = _SRUN_STATES.get(g["state"].strip().lower())
+        elif "died unexpectedly" in rx.pattern:
+            code = 1
+        if g.get("ws"):
+            workers: list[str | None] = list(_ids(g["ws"]))
+        else:
+            w = g.get("w")
+            if w is None and rx is EXIT_LINES[-1]:
+                w = table_rank
+            if w is None:
+                w = worker_in_text([text])
+            workers = [str(int(w)) if w is not None else None]
+        return [Exit(line, w, code, text.strip()[:300], time) for w in workers]
+    return []
+
+
+def family_of_exit(code: int | None) -> str | None:
+    """What an exit code says on its own: -9 host-oom-killed (a candidate), -11 segfault, -15 a victim's stop."""
+    return {-9: "host-oom-killed", -11: "segfault", -7: "shm-exhausted", -15: "process-killed-by-signal",
+            -2: "process-killed-by-signal"}.get(code)  # type: ignore[arg-type]
+
+
+_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu)[\s_=:-]*(\d+)(?![\d.])")
+
+
+def norm_worker(w: object) -> str | None:
+    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3';
+    'WorkerDict pid=2421' == '2421' (the first id a rank, task, pid, worker or gpu word names)."""
+    if w is None:
+        return None
+    s = str(w).strip()
+    m = _ID_AFTER.search(s)
+    if m:
+        return str(int(m.group(1)))
+    s = s.strip("[]():").strip().lower()
+    return str(int(s)) if s.isdigit() else (s or None)
