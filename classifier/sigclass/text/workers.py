@@ -16,36 +16,37 @@ from dataclasses import dataclass
 
 from sigclass.text.prefixes import Stream
 
-# (kind, regex): the first rule that matches names the worker; group `w` is its id.
-IN_MESSAGE: tuple[tuple[str, re.Pattern[str]], ...] = (
+# Where a failure's own text names its worker, in order of preference (the id is group `w`).
+_IN_MESSAGE = (
     # torchelastic: `failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary`
-    ("rank", re.compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<w>\d+)")),
+    r"failed \(exitcode: -?\d+\) local_rank: (?P<w>\d+)",
     # the ChildFailedError table: `rank      : 3 (local_rank: 3)`
-    ("rank", re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)")),
+    r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)",
     # Open MPI: `mpirun noticed that process rank 3 with PID 5 on node x exited on signal 9 (Killed).`
-    ("rank", re.compile(r"noticed that process rank (?P<w>\d+) with PID")),
+    r"noticed that process rank (?P<w>\d+) with PID",
     # srun: `srun: error: node-1: task 3: Killed`, `tasks 1-3: Out Of Memory`
-    ("task", re.compile(r"srun: error: [^:\s]+: tasks? (?P<w>\d+)(?:[-,]\d+)*: ")),
+    r"srun: error: [^:\s]+: tasks? (?P<w>\d+)(?:[-,]\d+)*: ",
     # vLLM's executor: `Worker proc VllmWorker-2 died unexpectedly`
-    ("rank", re.compile(r"Worker proc VllmWorker-(?P<w>\d+) died")),
+    r"Worker proc VllmWorker-(?P<w>\d+) died",
     # torch.multiprocessing.spawn: `process 3 terminated with signal SIGKILL`
-    ("rank", re.compile(r"[Pp]rocess (?P<w>\d+) terminated with (?:signal|exit code)")),
+    r"[Pp]rocess (?P<w>\d+) terminated with (?:signal|exit code)",
     # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
-    ("rank", re.compile(r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]")),
+    r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]",
     # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
-    ("rank", re.compile(r"--local[_-]rank[= ]'?(?P<w>\d+)")),
+    r"--local[_-]rank[= ]'?(?P<w>\d+)",
     # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
-    ("pid", re.compile(r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)")),
+    r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)",
     # the raylet's death notice: `Worker PID: 93658 Worker exit type: SYSTEM_ERROR`
-    ("pid", re.compile(r"Worker PID: (?P<w>\d+)")),
-    ("rank", re.compile(r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b")),
-    ("rank", re.compile(r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b")),
+    r"Worker PID: (?P<w>\d+)",
+    r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b",
+    r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
 )
+IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSAGE)
 
 
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
-    for _, rx in IN_MESSAGE:
+    for rx in IN_MESSAGE:
         for ln in lines:
             m = rx.search(ln)
             if m:
