@@ -95,7 +95,9 @@ def test_scan_options_work_without_the_command_on_a_pipe(sigclass_exe, logs):
     res = subprocess.run([*sigclass_exe, "--format", "jsonl"], input=logs["bad"].read_bytes(), capture_output=True,
                          timeout=120)
     assert res.returncode == 1, res.stderr
-    assert [json.loads(ln)["family"] for ln in res.stdout.splitlines()] == ["cuda-oom"]
+    rows = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [r["family"] for r in rows if r.get("kind") != "verdict"] == ["cuda-oom"]
+    assert rows[-1]["kind"] == "verdict" and rows[-1]["cause"]["family"] == "cuda-oom"
 
 
 def test_a_file_without_the_command_is_scanned(logs):

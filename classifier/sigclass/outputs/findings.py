@@ -71,19 +71,20 @@ def verdict_text(v: Verdict, paint: Paint) -> str:
     c = v.cause
     if c is None:
         return ""
-    who = f"worker {c.worker}" if c.worker else "worker unknown"
-    out = [f"{v.source}: cause {paint(c.family, '1;31')}, {who}, line {c.line} "
-           f"(confidence {c.confidence:.2f}, {_BASIS_WORDS.get(c.basis, c.basis)})"]
+    who = c.worker if c.worker else "unknown"
+    out = wrap(f"cause {c.family}, worker {who}, at {v.source}:{c.line} "
+               f"(confidence {c.confidence:.2f}, {_BASIS_WORDS.get(c.basis, c.basis)})", "")
+    out[0] = out[0].replace(c.family, paint(c.family, "1;31"), 1)
     if v.victims:
         groups: dict[str, list[str]] = {}
         for x in v.victims:
-            groups.setdefault(x.family or "no error of its own", []).append(x.worker or "?")
-        out.append("  victims: " + "; ".join(f"{fam} on {', '.join(ws)}" for fam, ws in groups.items()))
+            groups.setdefault(x.family or "no error of its own", []).append(x.worker or "a worker not named")
+        out.extend(wrap("; ".join(f"{fam} on {', '.join(ws)}" for fam, ws in groups.items()), "  ", "victims: "))
     for x in v.independent:
-        out.append(f"  independent: {x.family}, worker {x.worker or 'unknown'}, line {x.line}")
+        out.extend(wrap(f"{x.family}, worker {x.worker or 'unknown'}, line {x.line}", "  ", "independent: "))
     same = 1 + sum(1 for x in v.independent if x.family == c.family)
     if same > 1:
-        out.append(f"  systematic: {c.family} struck {same} workers separately")
+        out.extend(wrap(f"{c.family} struck {same} workers separately", "  ", "systematic: "))
     return "\n".join(out)
 
 
