@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from sigclass.scan.blocks import Marker
-from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, KV, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
+from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
 from sigclass.text.lines import fingerprint, Line, parse_time
 from sigclass.text.workers import exits_in_line, TABLE_RANK
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
-MAX_FACT_LINES = 20000  # fact sightings kept per source, with their line (what a unit's own lines say)
+MAX_FACT_LINES = 20000  # unit-scope fact sightings kept per source, with their line (what a unit's own lines say)
 
 
 class CountedEvidence:
@@ -20,12 +20,17 @@ class CountedEvidence:
     def _side_hits(self, ln: Line, lineno: int, pids: set[int]) -> None:
         for pid in pids:
             fp = self.sc.fact_pat.get(pid)
-            if fp is not None:
-                m = self.sc.guard.search(fp, ln.content)
-                if m is not None and m.group(fp.fact) is not None:
-                    self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
-                    if len(self.fact_lines) < MAX_FACT_LINES:
-                        self.fact_lines.append((lineno, ln.worker or "", fp.fact, m.group(fp.fact)))
+            if fp is None:
+                continue
+            if pid not in self.unit_fact_ids:
+                self._fact_line(ln, pid)  # last value wins: read when the facts are asked for (scan.deferred)
+                continue
+            # a unit-scope fact: each sighting is kept with its line (what a unit's own lines say)
+            m = self.sc.guard.search(fp, ln.content)
+            if m is not None and m.group(fp.fact) is not None:
+                self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
+                if len(self.fact_lines) < MAX_FACT_LINES:
+                    self.fact_lines.append((lineno, ln.worker or "", fp.fact, m.group(fp.fact)))
         if G_MARK in pids:
             for rx in (MARKER, MARKER_PRE):
                 # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body
@@ -38,8 +43,7 @@ class CountedEvidence:
                                                ln.body.strip()[:300]))
                     break
         if G_KV in pids:
-            for m in KV.finditer(ln.content):
-                self.kv.setdefault(m["key"], m["val"])
+            self._kv_fields(ln)
         if G_EXIT in pids:
             table = TABLE_RANK.match(ln.body)
             if table is not None:  # a ChildFailedError table's rank row, for the exitcode row below it

@@ -76,7 +76,9 @@ def _cache_write(key: str, data: bytes) -> None:
 class _Engine:
     name = "base"
 
-    def scan(self, buf: bytes) -> dict[int, set[int]]:  # line start offset -> pattern ids
+    def scan(self, buf: bytes, nl=None) -> dict[int, set[int]]:
+        """Line start offset -> pattern ids; nl, when given, holds the offsets of the block's newlines.
+        Safe to call from several threads at once."""
         raise NotImplementedError
 
 
@@ -114,12 +116,33 @@ class _SlowPatterns:
                 )
 
 
+_PID_BITS = 21  # pattern ids (ledger ids, and the built-in triggers at 1 << 20) fit in this many bits
+
+
+def by_line(ends: list[tuple[int, int]], nl, out: dict[int, set[int]]) -> None:
+    """Group (match end, pattern id) pairs by the start of their line, from the block's newline offsets:
+    one vectorised pass instead of a search for each match's line."""
+    import numpy as np
+
+    a = np.array(ends, dtype=np.int64).reshape(-1, 2)
+    at = np.maximum(a[:, 0] - 1, 0)  # the match's last byte
+    i = nl.searchsorted(at)  # newlines before it
+    starts = np.where(i > 0, nl[np.maximum(i - 1, 0)] + 1, 0)
+    mask = (1 << _PID_BITS) - 1
+    for key in np.unique((starts << _PID_BITS) | a[:, 1]).tolist():
+        out[key >> _PID_BITS].add(key & mask)
+
+
 class HyperscanEngine(_Engine):
     name = "hyperscan"
 
     def __init__(self, items: list[tuple[int, str, str]]) -> None:
         import hyperscan
+        import threading
 
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._small_ids = all(pid >> _PID_BITS == 0 for pid, _, _ in items)  # by_line packs ids into bits
         self.has_db = False
         key = _cache_key("hs-m", getattr(hyperscan, "__version__", "?"), items)
         cached = _cache_read(key)
@@ -156,7 +179,7 @@ class HyperscanEngine(_Engine):
                 pass
         self.slow = _SlowPatterns(slow)
 
-    def scan(self, buf: bytes) -> dict[int, set[int]]:
+    def scan(self, buf: bytes, nl=None) -> dict[int, set[int]]:
         ends: list[tuple[int, int]] = []
         append = ends.append
 
@@ -164,8 +187,19 @@ class HyperscanEngine(_Engine):
             append((end, pid))
 
         if self.has_db:
-            self.db.scan(buf, match_event_handler=on_match)
+            scratch = getattr(self._local, "scratch", None)
+            if scratch is None:  # one scratch space per thread
+                import hyperscan
+
+                with self._lock:
+                    base = getattr(self.db, "scratch", None) or hyperscan.Scratch(self.db)
+                    scratch = self._local.scratch = base.clone()
+            self.db.scan(buf, match_event_handler=on_match, scratch=scratch)
         out: dict[int, set[int]] = defaultdict(set)
+        if nl is not None and len(ends) > 64 and self._small_ids:
+            by_line(ends, nl, out)
+            self.slow.scan_into(buf, out)
+            return out
         ls, le = 0, -1  # the current line [ls, le)
         n = len(buf)
         for end, pid in ends:
@@ -201,7 +235,7 @@ class Re2Engine(_Engine):
             self.combined = re2.compile(alt, opts)
         self.slow = _SlowPatterns(slow)
 
-    def scan(self, buf: bytes) -> dict[int, set[int]]:
+    def scan(self, buf: bytes, nl=None) -> dict[int, set[int]]:
         out: dict[int, set[int]] = defaultdict(set)
         if self.combined is not None:
             pos = 0
@@ -230,7 +264,7 @@ class RegexEngine(_Engine):
     def __init__(self, items: list[tuple[int, str, str]]) -> None:
         self.slow = _SlowPatterns([(pid, prefilter_form(src), label) for pid, src, label in items])
 
-    def scan(self, buf: bytes) -> dict[int, set[int]]:
+    def scan(self, buf: bytes, nl=None) -> dict[int, set[int]]:
         out: dict[int, set[int]] = defaultdict(set)
         self.slow.scan_into(buf, out)
         return out

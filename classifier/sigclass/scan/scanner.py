@@ -13,8 +13,6 @@ Ray pid, ...) so interleaved workers do not cut each other's tracebacks.
 
 from __future__ import annotations
 
-import queue
-import threading
 from typing import Callable, Iterator
 import warnings
 
@@ -26,14 +24,12 @@ from sigclass.scan import prefilter
 from sigclass.scan.blocks import one_block, ScanResult
 from sigclass.scan.learned import as_learned, Guess, LearnedModel
 from sigclass.scan.overtime import OverTime
+from sigclass.scan.readahead import read_ahead
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
 from sigclass.scan.attribution import decide
 from sigclass.vocab import SignatureMode
-
-
-_DONE, _FAILED = object(), object()
 
 
 _NO_RULES: tuple = ()
@@ -107,7 +103,7 @@ class Scanner:
             if item is IDLE:
                 run.idle()
                 continue
-            run.feed(*item, hits=hits)  # type: ignore[misc]
+            run.feed(*item, hits=hits[0] if hits else None, nl=hits[1] if hits else None)  # type: ignore[misc]
         run.finish()
         problems = list(state.problems)
         if state.cut_lines:
@@ -118,46 +114,16 @@ class Scanner:
                           state.bytes_read, run.first_time, run.last_time, run.fact_lines, run.exits,
                           decide(state.name, run.findings, run.exits))
 
-    def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, dict | None]]:
-        """Blocks of a source with their prefilter hits. For files, a helper thread reads and runs the
-        prefilter one block ahead (Hyperscan and file reads release the GIL), so matching overlaps the
-        Python work on the block before. A live pipe is read inline, so that quiet spells are seen, and
-        so is a file of one block, which has nothing to read ahead (a thread would double its cost)."""
+    def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, tuple | None]]:
+        """Blocks of a source with their prefilter hits. For files, helper threads read and run the
+        prefilter ahead (scan.readahead), so matching overlaps the Python work on the blocks before. A live
+        pipe is read inline, so that quiet spells are seen, and so is a file of one block, which has nothing
+        to read ahead (a thread would double its cost)."""
         if live or path == "-" or one_block(path):
             for item in blocks(path, state, live=live):
                 yield item, None
             return
-        q: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
-
-        def produce() -> None:
-            try:
-                for item in blocks(path, state, live=False):
-                    if stop.is_set():
-                        return
-                    q.put((item, None if item is IDLE else self.engine.scan(item[0])))  # type: ignore[index]
-            except BaseException as exc:  # handed to the consumer, which raises it
-                q.put((_FAILED, exc))
-                return
-            q.put((_DONE, None))
-
-        worker = threading.Thread(target=produce, name="sigclass-prefilter", daemon=True)
-        worker.start()
-        try:
-            while True:
-                item, hits = q.get()
-                if item is _DONE:
-                    return
-                if item is _FAILED:
-                    raise hits  # type: ignore[misc]
-                yield item, hits
-        finally:
-            stop.set()
-            while worker.is_alive():
-                try:
-                    q.get_nowait()
-                except queue.Empty:
-                    worker.join(0.01)
+        yield from read_ahead(path, state, self.engine.scan)
 
     def scan_text(self, text: str, *, source: str = "<text>") -> ScanResult:
         """Scan an in-memory string."""

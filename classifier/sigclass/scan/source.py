@@ -6,6 +6,7 @@ from typing import Callable, TYPE_CHECKING
 
 import time as _time
 
+from sigclass.ledger.context import fact_info
 from sigclass.ledger.signature import Signature
 from sigclass.records import Finding
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
@@ -13,10 +14,11 @@ from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
 from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
+from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_KV, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
 
 
-class ScanState(SourceClock, CountedEvidence):
+class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     """The state of one source being scanned."""
 
     def __init__(self, scanner: Scanner, state: SourceState, on_finding: Callable[[Finding], None] | None) -> None:
@@ -41,8 +43,15 @@ class ScanState(SourceClock, CountedEvidence):
         self.roots: list[Finding] = []
         self.markers: list[Marker] = []
         self.kv: dict[str, str] = {}
-        self.facts: dict[str, dict[str, str]] = {}
-        self.fact_lines: list[tuple[int, str, str, str]] = []  # (line, worker, fact, value), in order
+        self.facts: dict[str, dict[str, str]] = {}  # complete only after resolve_facts()
+        self.fact_lines: list[tuple[int, str, str, str]] = []  # unit-scope facts: (line, worker, fact, value), in order
+        self.pending_facts = PendingFacts()
+        self.heads = Heads()
+        # unit-scope facts are kept per sighting, with the line; the others are last-value-wins
+        self.unit_fact_ids = frozenset(pid for pid, p in scanner.fact_pat.items() if fact_info(p.fact).scope == "unit")
+        # pattern ids that, on a line no open block needs, can only set (last-value-wins) facts or key=value fields
+        # (never an over-time rule's trigger: those lines go through the per-line path)
+        self.lazy_ids = (frozenset(scanner.fact_pat) - self.unit_fact_ids - frozenset(scanner.over_time.by_pid)) | {G_KV}
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
         self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
@@ -66,9 +75,10 @@ class ScanState(SourceClock, CountedEvidence):
         self._serial = 0  # blocks fed so far: over-time rules compare lines within one block
 
     # ------------------------------------------------------------------ feeding
-    def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None) -> None:
+    def feed(self, buf: bytes, start: int = 0, end: int | None = None, hits: dict[int, set[int]] | None = None,
+             nl=None) -> None:
         """Process the whole lines in buf[start:end] (the rest of buf is not looked at); hits, when
-        given, are the prefilter's answer for the whole of buf."""
+        given, are the prefilter's answer for the whole of buf, nl the offsets of its newlines."""
         n = len(buf) if end is None else end
         self._lo = start
         if hits is None:
@@ -83,26 +93,39 @@ class ScanState(SourceClock, CountedEvidence):
         starts = sorted(hits)
         pos = start
         hi = 0
-        lineno = self.lineno
+        lineno = self.lineno  # the lines before `counted`
+        counted = start
         nstarts = len(starts)
-        count = newlines if self.bytes_seen > (8 << 20) else bytes_newlines
+        count = line_counter(buf, nl, newlines if self.bytes_seen > (8 << 20) else bytes_newlines)
+        lazy = self.lazy_ids
+        tail = 0  # 1 when the span ends in a line without a newline that was handled without counting
         while pos < n:
             if not self.open:
                 while hi < nstarts and starts[hi] < pos:
                     hi += 1
                 if hi >= nstarts:
-                    lineno += count(buf, pos, n)
-                    pos = n
                     break
                 target = starts[hi]
-                lineno += count(buf, pos, target)
+                pids = hits[target]
+                if pids <= lazy:
+                    # facts and key=value fields only: no line number, no block logic (scan.deferred)
+                    le = buf.find(b"\n", target, n)
+                    le = n if le == -1 else le
+                    self._lazy_line(buf[target:le], pids)
+                    tail = le == n
+                    pos = le + 1
+                    continue
+                lineno += count(counted, target)
                 pos = target
+            tail = 0
             le = buf.find(b"\n", pos, n)
             le = n if le == -1 else le
             pids = hits.get(pos)
             self._line(buf, pos, le, lineno + 1, pids)
             lineno += 1
-            pos = le + 1
+            pos = counted = le + 1
+        if counted < n:
+            lineno += count(counted, n) + tail
         self.lineno = lineno
         if self.sc.over_time:
             self.over_time.block_end(buf, start, n, lineno, self._serial)
@@ -130,6 +153,7 @@ class ScanState(SourceClock, CountedEvidence):
         for stream in list(self.open):
             self._close(stream)
         self._release()
+        self.resolve_facts()
         settle(self.findings, self.sc.ledger, self.over_time.progress_after)
 
     # ------------------------------------------------------------------ per line
@@ -281,6 +305,7 @@ class ScanState(SourceClock, CountedEvidence):
         if not blk.lines:
             return
         texts = [ln.content for _, ln in blk.lines]
+        self.resolve_facts()
         bodies = [ln.body for _, ln in blk.lines]
         # no prefix named the worker: the failure's own text may (`[PG 1 Rank 1]`, `local_rank: 3`, srun's task)
         worker = blk.worker if blk.worker is not None else worker_in_text(bodies)
@@ -340,12 +365,15 @@ class ScanState(SourceClock, CountedEvidence):
         """The learned callback's guess; one that wants facts also gets the source's facts for the worker."""
         learned = self.sc.learned
         assert learned is not None
+        if learned.wants_facts:
+            self.resolve_facts()
         facts = {**self.facts.get("", {}), **self.facts.get(worker or "", {})} if learned.wants_facts else None
         return learned(bodies, facts)
 
     def _make(self, sig: Signature, ev: list[str], conf: float, method: str, line: int, end: int, t: str | None,
               worker: str | None, stream: Stream | None, unit: str | None, bodies: list[str], key_lines: list[str]) -> Finding:
         facts = {}
+        self.resolve_facts()
         for d in (self.facts.get("", {}), self.facts.get(worker or "", {})):
             facts.update(d)
         return Finding(

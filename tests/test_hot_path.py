@@ -1,0 +1,187 @@
+"""The scanner's hot path gives the answers the plain per-line path gives.
+
+Facts are resolved when asked for, key=value lines are skipped from their
+bytes, line numbers come from the prefilter thread's newline offsets, and the
+prefilter groups matches by line with numpy: each of these is checked here
+against the straightforward way.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan import prefilter
+from sigclass.scan.deferred import Heads, line_counter, newline_offsets, PENDING_CAP, PendingFacts, PREFIX_FIRST, plain
+from sigclass.scan.scanner import Scanner
+from sigclass.scan.triggers import KV
+from sigclass.text.lines import split_line
+
+LINES = [
+    "INFO 03-23 11:14:05 [loggers.py:123] Engine 000: Prefix cache hit rate: 45.2%",
+    "(VllmWorker rank=2 pid=5640) INFO 03-23 11:14:05 [gpu.py:1] loading weights",
+    "(VllmWorker rank=2 pid=5640) INFO worker=w7 gpu=3 ready",
+    "(VllmWorker rank=2 pid=5640) [rank3]: worker=w9",
+    "(EngineCore_DP0 pid=17) Prefix cache hit rate: 12.0%",
+    "(RayWorkerWrapper pid=99, ip=10.0.0.2) gpu=1 up",
+    "(pid=77) rank=5 joined",
+    "(not a prefix) rank=6 here",
+    "(broken pid=5)x rank=8",
+    "[rank1]: rank=1 world=8",
+    "[rank1]:rank=4",
+    "12: gpu=0 on node",
+    "plain line rank=3, worker=a",
+    "\x1b[32mrank=9\x1b[0m coloured",
+    "progress 10%\r(VllmWorker rank=1 pid=3) gpu=4",
+    "",
+]
+
+
+def test_every_worker_prefix_starts_with_a_byte_the_hot_path_checks():
+    from sigclass.text import lines
+
+    table = getattr(lines, "_PREFIXES", None) or __import__("sigclass.text.prefixes", fromlist=["LINE_PREFIXES"]).LINE_PREFIXES
+    for _, rx in table:
+        src = rx.pattern
+        first = src[1] if src.startswith("\\") else src[0]
+        if src.startswith("(?P<w>\\d") or src.startswith("\\d"):
+            first = "0"
+        assert ord(first) in PREFIX_FIRST, src
+    for raw in LINES:
+        if raw and plain(raw.encode()):
+            assert split_line(raw).prefix_kind is None, raw
+
+
+@pytest.mark.parametrize("raw", LINES)
+def test_worker_from_bytes_is_split_lines_worker(raw):
+    got = Heads().worker(raw.encode())
+    if got is not None:
+        assert got == (split_line(raw).worker or "")
+
+
+@pytest.mark.parametrize("raw", LINES)
+def test_kv_skip_only_when_nothing_could_change(raw):
+    keys = {m["key"] for m in KV.finditer(split_line(raw).content)}
+    for known in ({}, {"rank": "0"}, {"rank": "0", "gpu": "0"}, {"rank": "0", "gpu": "0", "worker": "x"}):
+        if Heads().kv_known(raw.encode(), known):
+            assert keys <= set(known), (raw, known)
+    # the common vLLM case is skipped: its rank= is in the process prefix
+    assert Heads().kv_known(b"(VllmWorker rank=2 pid=5640) INFO loading", {})
+
+
+class _Pat:
+    def __init__(self, fact: str, src: str) -> None:
+        self.fact, self.rx = fact, re.compile(src)
+
+
+def _search(p, text):
+    return p.rx.search(text)
+
+
+def test_pending_facts_last_value_wins_and_keys_keep_their_order():
+    rate = _Pat("rate", r"rate: (?P<rate>[0-9.]+)%|rate: (?P<none>n/a)")
+    model = _Pat("model", r"NVIDIA (?P<model>H100|A100)")
+    pf, facts = PendingFacts(), {}
+    eager: dict[str, dict[str, str]] = {}
+    seq = [(model, "", "NVIDIA A100"), (rate, "", "rate: 1.0%"), (rate, "3", "rate: 9.0%"), (rate, "", "rate: 2.0%"),
+           (model, "", "NVIDIA H100"), (rate, "", "rate: n/a")]  # the last rate line gives no value: 2.0 stays
+    for p, w, text in seq:
+        pf.add(p, w, split_line(text), facts, _search)
+        m = p.rx.search(text)
+        if m and m.group(p.fact) is not None:
+            eager.setdefault(w, {})[p.fact] = m.group(p.fact)
+    pf.resolve(facts, _search)
+    assert facts == eager == {"": {"model": "H100", "rate": "2.0"}, "3": {"rate": "9.0"}}
+    assert list(facts[""]) == list(eager[""])
+
+
+def test_pending_facts_resolve_a_long_key_on_the_spot():
+    rate = _Pat("rate", r"rate: (?P<rate>[0-9.]+)%")
+    pf, facts = PendingFacts(), {}
+    for i in range(PENDING_CAP * 3 + 1):
+        pf.add(rate, "", f"rate: {i}.0%".encode(), facts, _search)
+        assert sum(len(v) for v in pf.lines.values()) < PENDING_CAP
+    pf.resolve(facts, _search)
+    assert facts == {"": {"rate": f"{PENDING_CAP * 3}.0"}}
+
+
+def test_line_counter_from_offsets_matches_bytes_count():
+    rnd = random.Random(3)
+    buf = b"".join(rnd.choice([b"a", b"bb\n", b"\n", b"ccc"]) for _ in range(20000))
+    nl = newline_offsets(buf)
+    count = line_counter(buf, nl, lambda b, x, y: b.count(b"\n", x, y))
+    for _ in range(300):
+        a, b = sorted(rnd.randrange(len(buf) + 1) for _ in range(2))
+        assert count(a, b) == buf.count(b"\n", a, b)
+    assert newline_offsets(b"") is not None and len(newline_offsets(b"")) == 0
+
+
+def test_grouping_matches_by_line_with_numpy_equals_the_search_per_match():
+    rnd = random.Random(5)
+    buf = b"".join(rnd.choice([b"x" * rnd.randrange(1, 40) + b"\n", b"\n"]) for _ in range(3000))
+    nl = newline_offsets(buf)
+    ends = sorted((rnd.randrange(len(buf) + 1), rnd.choice([1, 7, 300, (1 << 20) + 6])) for _ in range(2000))
+    ends[0] = (0, 1)
+    fast: dict[int, set[int]] = {}
+    prefilter.by_line(ends, nl, _DefaultSet(fast))
+    slow: dict[int, set[int]] = {}
+    for end, pid in ends:
+        at = end - 1 if end else 0
+        slow.setdefault(buf.rfind(b"\n", 0, at) + 1, set()).add(pid)
+    assert fast == slow
+
+
+class _DefaultSet(dict):
+    def __init__(self, target: dict) -> None:
+        super().__init__()
+        self.target = target
+
+    def __missing__(self, key):
+        return self.target.setdefault(key, set())
+
+
+@pytest.fixture(scope="module")
+def shipped_scanner():
+    return Scanner(load_ledger([]), signatures="regex")
+
+
+def test_a_big_file_scans_as_the_same_text_in_memory(tmp_path, shipped_scanner):
+    """The file path (read-ahead threads, deferred facts, newline offsets) against scan_text (inline)."""
+    rnd = random.Random(11)
+    noise = [
+        "INFO 03-23 11:14:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Prefix cache hit rate: {r}%",
+        "(VllmWorker rank={k} pid=56{k}0) INFO 03-23 11:14:{s:02d} [gpu_worker.py:1] Loading weights took 1.{k} s",
+        "[shard {k}] starting",
+        "[shard {k}] done",
+        "loading file tokenizer_config.json from cache at /root/.cache/x",
+        "enable_prefix_caching=True, max_model_len=4096, gpu_memory_utilization=0.{k}",
+        "NVIDIA H100 80GB HBM3" if rnd.random() < 0.5 else "NVIDIA A100-SXM4-80GB",
+        "[rank{k}]: iteration 10/100 | consumed samples: 640 | number of nan iterations:   0 |",
+        "step {s} loss 1.{k}",
+    ]
+    fail = ("Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    run()\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    parts = []
+    size = 0
+    while size < 9 << 20:
+        if rnd.random() < 0.0005:
+            chunk = fail
+        else:
+            chunk = rnd.choice(noise).format(s=rnd.randrange(60), r=rnd.randrange(100), k=rnd.randrange(8)) + "\n"
+        parts.append(chunk)
+        size += len(chunk)
+    text = "".join(parts)
+    path = tmp_path / "big.log"
+    path.write_text(text)
+    a = shipped_scanner.scan(str(path))
+    b = shipped_scanner.scan_text(text, source=str(path))
+    assert a.lines == b.lines == text.count("\n")
+    assert [f.to_dict() for f in a.findings] == [f.to_dict() for f in b.findings]
+    assert len(a.findings) > 3
+    assert a.facts == b.facts and a.facts[""]["gpu_model"]
+    assert a.workers_kv == b.workers_kv
+    assert [(m.unit, m.kind, m.line) for m in a.markers] == [(m.unit, m.kind, m.line) for m in b.markers]
