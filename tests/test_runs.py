@@ -70,12 +70,12 @@ def test_scanner_reads_every_marker_form(scanner, line: str, expected):
 
 def test_a_small_file_is_scanned_without_a_helper_thread(scanner, tmp_path: Path, monkeypatch):
     # a run is thousands of small files: a read-ahead thread per file would double the cost of each
-    import sigclass.scan.scanner as scan_mod
+    import threading
 
     def no_thread(*a, **k):
         raise AssertionError("a one-block file started a helper thread")
 
-    monkeypatch.setattr(scan_mod.threading, "Thread", no_thread)
+    monkeypatch.setattr(threading, "Thread", no_thread)
     f = tmp_path / "shard_1.log"
     f.write_text("[shard 1] starting\n/bin/sh: line 1: 7 Segmentation fault      (core dumped) python x.py\n")
     res = scanner.scan(str(f))

@@ -7,39 +7,35 @@ still printed).
 
 from __future__ import annotations
 
-import os
 import sys
 
-from sigclass.cli.common import app, err
-from sigclass.errors import SigclassError, SignatureError
-
-# Each command module registers its commands on `app` when imported.
-from sigclass.cli import agent, compare, completion, learn, ledger, report, runs, scan  # noqa: F401
+from sigclass.cli.plain import guarded, plain_scan_args, run_scan
 
 
 def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except BrokenPipeError:
-        # the reader went away (`| head`): stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        sys.exit(0)
-    except KeyboardInterrupt:
-        err("interrupted")
-        sys.exit(130)
-    except SignatureError as exc:
-        err(exc)
-        sys.exit(2)
-    except SigclassError as exc:
-        err(exc)
-        sys.exit(2)
-    except Exception as exc:  # a bug: one line for the user, the traceback only on request
-        if os.environ.get("SIGCLASS_DEBUG"):
-            raise
-        err(f"internal error: {type(exc).__name__}: {exc} (set SIGCLASS_DEBUG=1 for the traceback and report it)")
-        sys.exit(2)
+    """Console-script entry point. `sigclass scan` with plain arguments runs without building the Typer app
+    (its import costs more than scanning a small log); everything else goes through it."""
+    if sys.argv[1:] in (["--version"], ["-V"]):
+        from sigclass import __version__
+
+        print(f"sigclass {__version__}")
+        return
+    args = plain_scan_args(sys.argv[1:])
+    if args is not None:
+        sys.exit(guarded(lambda: run_scan(**args)))
+    guarded(_app())
+
+
+def _app():
+    from sigclass.cli.common import app
+
+    # Each command module registers its commands on `app` when imported.
+    from sigclass.cli import agent, compare, completion, learn, ledger, report, runs, scan  # noqa: F401
+
+    return app
+
+
+def __getattr__(name: str):
+    if name == "app":  # `from sigclass.cli.app import app`: the full Typer app
+        return _app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-import sys
 from typing import Annotated, Optional
-import warnings
 
 import typer
 
 from sigclass import __version__
 from sigclass.cli.group import App, DEFAULT_COMMAND
+from sigclass.cli.plain import err, load_ledger_or_exit  # noqa: F401  (the commands' shared helpers)
 from sigclass.errors import SigclassError
 from sigclass.vocab import ColourMode, SignatureMode
 
@@ -38,13 +37,6 @@ class Fmt(str, Enum):
 Sigs = SignatureMode  # the --signatures choices
 
 
-def err(msg: str) -> None:
-    """One line on stderr, prefixed with the program name."""
-    for line in str(msg).splitlines() or [""]:
-        sys.stderr.write(f"sigclass: {line}\n")
-    sys.stderr.flush()
-
-
 def version_option(value: bool) -> None:
     if value:
         typer.echo(f"sigclass {__version__}")
@@ -53,19 +45,6 @@ def version_option(value: bool) -> None:
 
 ColorOpt = Annotated[ColourMode, typer.Option("--color", "--colour", help="Colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.")]
 LedgerOpt = Annotated[Optional[list[Path]], typer.Option("--ledger", metavar="PATH", help="Extra ledger file or folder (repeatable); overrides shipped ids.")]
-
-
-def load_ledger_or_exit(extra: list[Path] | None):
-    from sigclass.ledger.pack import load_ledger
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ledger = load_ledger(extra or [])
-    for w in caught:
-        err(str(w.message))
-    for p in ledger.problems:
-        err(f"{p} (this signature file is skipped)")
-    return ledger, bool(ledger.problems or caught)
 
 
 def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-import stat
-import sys
 from typing import Annotated, Optional
 import warnings
 
 import typer
 
 from sigclass.cli.common import app, ColorOpt, err, Fmt, LedgerOpt, load_ledger_or_exit, Sigs, version_option
-from sigclass.errors import InputError, ModelError, SigclassError
-from sigclass.scan.factory import build_scanner
-from sigclass.vocab import ColourMode, Status
+from sigclass.cli.plain import run_scan
+from sigclass.vocab import ColourMode
 
 
 @app.callback(invoke_without_command=True)
@@ -42,90 +38,9 @@ def scan(
     stall: Annotated[str, typer.Option(metavar="WHEN", help="Live pipe: report a provisional stall when a worker's progress stops (auto, off, or seconds).")] = "auto",
 ) -> None:
     """Scan logs and print one finding per failure, as soon as each failure ends, and each log's verdict."""
-    from sigclass.outputs.findings import Writer
-
-    fmt_v = fmt.value if isinstance(fmt, Fmt) else str(fmt)
-    lg, bad = load_ledger_or_exit(ledger)
-    try:
-        scanner = build_scanner(lg, signatures.value if isinstance(signatures, Sigs) else signatures, model, engine=engine,
-                                on_note=err, warnings_as_notes=True)
-    except (ModelError, SigclassError) as exc:
-        err(exc)
-        raise typer.Exit(2) from None
-    except KeyError:
-        err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
-        raise typer.Exit(2) from None
-    from sigclass.scan.stall import stall_setting
-
-    try:
-        scanner.live_stall = stall_setting(stall)
-    except ValueError as exc:
-        err(str(exc))
-        raise typer.Exit(2) from None
-    writer = Writer(fmt_v, stream=NullStream() if quiet else None, colour=color)
-    lines = 0
-    problems: list[str] = []
-    input_error = bad
-    found = False
-    for path in paths or ["-"]:
-        try:
-            writer.start(live=_is_live(path))
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                res = scanner.scan(path, on_finding=writer.finding)
-            writer.verdict(res.verdict)
-            for w in caught:
-                err(str(w.message))
-        except InputError as exc:
-            err(exc)
-            problems.append(str(exc))
-            input_error = True
-            continue
-        except MemoryError:
-            err(f"{path}: out of memory while scanning; report this input")
-            input_error = True
-            continue
-        except BrokenPipeError:
-            raise
-        except Exception as exc:  # a bug on one input must not lose the others' findings
-            if os.environ.get("SIGCLASS_DEBUG"):
-                raise
-            err(f"{path}: internal error while scanning ({type(exc).__name__}: {exc}); other inputs carry on")
-            input_error = True
-            continue
-        for p in res.problems:
-            if p not in problems:
-                err(p)
-                problems.append(p)
-        if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
-            input_error = True
-        found = (found or any(f.status != Status.RECOVERED for f in res.findings)  # recovered: progress went on
-                 or (res.verdict is not None and res.verdict.cause is not None))
-        lines += res.lines
-    writer.close(problems)
-    if not found and not quiet and fmt_v == "text" and not input_error and _terminal(sys.stderr):
-        err(f"no failures found in {lines} line{'s' if lines != 1 else ''}")
-    raise typer.Exit(2 if input_error else 1 if found else 0)
-
-
-class NullStream:
-    """Where `-q` sends the findings."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
-
-
-def _terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+    raise typer.Exit(run_scan(paths, fmt.value if isinstance(fmt, Fmt) else str(fmt), ledger,
+                              signatures.value if isinstance(signatures, Sigs) else str(signatures), model, engine,
+                              quiet=quiet, color=color, stall=stall))
 
 
 def family_ids(incomplete: str) -> list[str]:
@@ -135,16 +50,6 @@ def family_ids(incomplete: str) -> list[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [s for s in load_ledger([]).signatures if s.startswith(incomplete)]
-
-
-def _is_live(path: str) -> bool:
-    """Standard input that is not a regular file (a pipe, a terminal) may still be being written."""
-    if path != "-":
-        return False
-    try:
-        return not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
-    except (OSError, ValueError):
-        return True
 
 
 @app.command()

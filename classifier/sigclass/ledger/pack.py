@@ -14,6 +14,7 @@ from typing import Iterable
 import warnings
 
 from sigclass.errors import Problem, SignatureError
+from sigclass.ledger import yaml_cache
 from sigclass.ledger.parse import parse_signature
 from sigclass.ledger.patterns import validated_cache, Pattern
 from sigclass.ledger.signature import replace_fields, Signature
@@ -110,4 +111,5 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
             fields[kind] = tuple(pats)
         renumbered.append(replace_fields(sig, **fields))
     validated_cache().save()
+    yaml_cache.save()
     return Ledger(renumbered, problems)

@@ -12,7 +12,7 @@ from sigclass.ledger.overtime import parse_over_time
 from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_pattern, Pattern
 from sigclass.ledger.probes import parse_probes
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
-from sigclass.ledger.yaml_strict import load_yaml
+from sigclass.ledger.yaml_cache import load_yaml
 from sigclass.vocab import Role, Status
 
 

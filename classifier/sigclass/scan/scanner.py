@@ -24,7 +24,6 @@ from sigclass.scan import prefilter
 from sigclass.scan.blocks import one_block, ScanResult
 from sigclass.scan.learned import as_learned, Guess, LearnedModel
 from sigclass.scan.overtime import OverTime
-from sigclass.scan.readahead import read_ahead
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
@@ -46,7 +45,9 @@ class _PatternGuard:
         if pat.index in self.disabled:
             return None
         try:
-            return pat.compiled.search(text, timeout=MATCH_TIMEOUT)
+            # concurrent=False: the regex module otherwise releases the GIL around every match, and with a
+            # timeout that costs ~70 us a line (~2 us without): one line is too short to share the interpreter
+            return pat.compiled.search(text, timeout=MATCH_TIMEOUT, concurrent=False)
         except TimeoutError:
             self.disabled.add(pat.index)
             msg = (f"{pat.location}: signature {pat.family} pattern timed out after {MATCH_TIMEOUT}s and is "
@@ -123,6 +124,8 @@ class Scanner:
             for item in blocks(path, state, live=live):
                 yield item, None
             return
+        from sigclass.scan.readahead import read_ahead  # threads: only for files of more than one block
+
         yield from read_ahead(path, state, self.engine.scan)
 
     def scan_text(self, text: str, *, source: str = "<text>") -> ScanResult:
