@@ -37,13 +37,11 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
     so `--dask` only has to switch the backend. With ``small_in_process`` a
     small batch skips the worker processes (the answer is the same).
     """
-    import joblib
-
     items = [(i, plan.path, rel) for i, plan in enumerate(plans) for rel in plan.sources]
     out: list[list[SourceScan]] = [[] for _ in plans]
     if not items:
         return out
-    workers = joblib.effective_n_jobs(n_jobs)
+    workers = _workers(n_jobs)
     small = small_in_process and len(items) <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
     if workers <= 1 or len(items) == 1 or small:
         for i, run_path, rel in items:
@@ -53,6 +51,8 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
         return out
     size = max(1, min(32, math.ceil(len(items) / (workers * 8))))
     chunks = [items[k:k + size] for k in range(0, len(items), size)]
+    import joblib
+
     gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
         joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
     with _closing(gen):
@@ -62,6 +62,15 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
             if on_progress:
                 on_progress(len(done))
     return out
+
+
+def _workers(n_jobs: int) -> int:
+    """How many workers joblib would use; -j1 never imports joblib (and numpy with it)."""
+    if n_jobs == 1:
+        return 1
+    import joblib
+
+    return joblib.effective_n_jobs(n_jobs)
 
 
 class _closing:
@@ -121,9 +130,7 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
     tasks are files (a run with many files still spreads over every worker)
     and the runs are assembled here. The answer is the same in every case.
     """
-    import joblib
-
-    workers = joblib.effective_n_jobs(n_jobs)
+    workers = _workers(n_jobs)
     total = sum(len(p.sources) for p in plans)
     small = small_in_process and total <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
     if workers <= 1 or total <= 1 or small:

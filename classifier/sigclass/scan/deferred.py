@@ -38,14 +38,30 @@ def decode(raw: bytes) -> Line:
     return split_line(raw.decode("utf-8", "replace"))
 
 
+def content_of(raw: bytes | Line, heads: "Heads") -> str:
+    """A line's content (what the fact regexes read: the line less its worker prefix), split only when its
+    bytes cannot tell."""
+    if isinstance(raw, Line):
+        return raw.content
+    if raw and b"\x1b" not in raw and b"\r" not in raw:
+        if raw[0] not in PREFIX_FIRST:
+            return raw.decode("utf-8", "replace")
+        if raw[0] == 0x28:
+            h = heads.head(raw)
+            if h is not None and (len(raw) <= h[0] or raw[h[0]] not in PREFIX_FIRST):
+                return raw[h[0]:].decode("utf-8", "replace") if h[1] else raw.decode("utf-8", "replace")
+    return decode(raw).content
+
+
 class PendingFacts:
     """Fact lines not yet run through their regexes: (fact name, worker) -> [(order, pattern, line)]."""
 
-    __slots__ = ("lines", "seq")
+    __slots__ = ("lines", "seq", "heads")
 
-    def __init__(self) -> None:
+    def __init__(self, heads: "Heads | None" = None) -> None:
         self.lines: dict[tuple[str, str], list[tuple[int, object, bytes | Line]]] = {}
         self.seq = 0
+        self.heads = heads if heads is not None else Heads()
 
     def add(self, pat, worker: str, line: bytes | Line, facts: dict[str, dict[str, str]],
             search: Callable) -> None:
@@ -68,12 +84,10 @@ class PendingFacts:
         for key, items in sorted(pending.items(), key=lambda kv: kv[1][0][0]):
             self._resolve_key(key, items, facts, search)
 
-    @staticmethod
-    def _resolve_key(key: tuple[str, str], items: list, facts: dict[str, dict[str, str]], search: Callable) -> None:
+    def _resolve_key(self, key: tuple[str, str], items: list, facts: dict[str, dict[str, str]], search: Callable) -> None:
         name, worker = key
         for _, pat, line in reversed(items):
-            ln = decode(line) if isinstance(line, bytes) else line
-            m = search(pat, ln.content)
+            m = search(pat, content_of(line, self.heads))
             if m is not None and m.group(name) is not None:
                 facts.setdefault(worker, {})[name] = m.group(name)
                 return

@@ -157,14 +157,18 @@ def open_source(path: str) -> BinaryIO:
     return raw
 
 
+_NOT_CONTROL = bytes(range(32, 256)) + bytes((9, 10, 12, 13, 27))
+
+
 def looks_binary(sample: bytes) -> bool:
     """True for content that is not text: NUL bytes or many control characters."""
     if not sample:
         return False
     if sample.count(b"\x00") > max(1, len(sample) // 1000):
         return True
-    ctrl = sum(1 for b in sample[:4096] if b < 32 and b not in (9, 10, 12, 13, 27))
-    return ctrl > len(sample[:4096]) * 0.1
+    head = sample[:4096]
+    ctrl = len(head.translate(None, _NOT_CONTROL))  # control bytes other than tab, newline, form feed, CR, ESC
+    return ctrl > len(head) * 0.1
 
 
 def _is_pipe(stream: BinaryIO) -> bool:

@@ -45,8 +45,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.kv: dict[str, str] = {}
         self.facts: dict[str, dict[str, str]] = {}  # complete only after resolve_facts()
         self.fact_lines: list[tuple[int, str, str, str]] = []  # unit-scope facts: (line, worker, fact, value), in order
-        self.pending_facts = PendingFacts()
         self.heads = Heads()
+        self.pending_facts = PendingFacts(self.heads)
         # unit-scope facts are kept per sighting, with the line; the others are last-value-wins
         self.unit_fact_ids = frozenset(pid for pid, p in scanner.fact_pat.items() if fact_info(p.fact).scope == "unit")
         # pattern ids that, on a line no open block needs, can only set (last-value-wins) facts or key=value fields
