@@ -185,3 +185,16 @@ def test_a_big_file_scans_as_the_same_text_in_memory(tmp_path, shipped_scanner):
     assert a.facts == b.facts and a.facts[""]["gpu_model"]
     assert a.workers_kv == b.workers_kv
     assert [(m.unit, m.kind, m.line) for m in a.markers] == [(m.unit, m.kind, m.line) for m in b.markers]
+
+
+def test_a_request_that_quotes_a_traceback_in_its_prompt_is_not_a_failure(shipped_scanner):
+    text = (
+        "INFO 03-23 11:18:26 [logger.py:43] Received request cmpl-53-0: prompt: 'Why does this fail?\\nTraceback "
+        "(most recent call last):\\n  File \"train.py\", line 3, in <module>\\nRuntimeError: CUDA error: out of memory"
+        "\\nHow do I fix it?', params: SamplingParams(n=1, temperature=0.0), prompt_token_ids: [5865, 9822].\n"
+        "INFO 03-23 11:18:27 [logger.py:43] Added request cmpl-53-0.\n"
+        + "".join(f"step {i} ok\n" for i in range(5))
+        + "RuntimeError: CUDA error: out of memory\n"
+    )
+    res = shipped_scanner.scan_text(text)
+    assert [(f.family, f.line) for f in res.findings] == [("cuda-oom", 8)]

@@ -19,7 +19,7 @@ from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_KV, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
-    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD,
+    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, worker_in_text
@@ -188,6 +188,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self._open(buf, ls, ln, lineno, pids)
 
     def _starts_block(self, ln: Line, pids: set[int]) -> bool:
+        if PAYLOAD.match(ln.body):
+            return False  # a request's quoted prompt
         for p in pids:
             if p in BLOCK_STARTERS:
                 if p == G_EXC and not EXC_LINE.match(ln.body.lstrip()):

@@ -43,6 +43,10 @@ GENERIC = {
 
 BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
 
+# a served request logged with its prompt (vLLM's request logger): what the prompt quotes, a traceback
+# included, is the user's text, not a failure of this process; checked only on lines that would start a block
+PAYLOAD = re.compile(r"Received request [^ ]+: prompt: ")
+
 EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
                       r"(?:\[[^\]]*\])?(?::|$)")
 
