@@ -99,6 +99,9 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
 _WS = re.compile(r"\s\s+")
 
 
+SEEN_MAX = 512  # probabilities remembered per model, by normalised block text
+
+
 class CompactModel:
     """Probabilities of a failure block's text, as the exported pipeline computes them."""
 
@@ -128,6 +131,7 @@ class CompactModel:
         ch = self.settings["char"]
         self._clow, self._cn, self._csub = bool(ch["lowercase"]), tuple(ch["ngram_range"]), bool(ch["sublinear_tf"])
         self._text = self.settings["text"]
+        self._seen: dict[str, np.ndarray] = {}  # normalised block text -> probabilities (a failure storm repeats)
 
     @classmethod
     def load(cls, path: str | Path, *, sha256: str | None) -> "CompactModel":
@@ -188,6 +192,16 @@ class CompactModel:
     def proba(self, text: str) -> np.ndarray:
         doc = normalise_block(text, max_lines=self._text["max_lines"], repeat_exceptions=self._text["repeat_exceptions"],
                               facts=self._text["facts"])
+        got = self._seen.get(doc)
+        if got is None:
+            # the features are a function of the normalised (masked) text alone: blocks that mask alike score alike
+            got = self._proba_doc(doc)
+            if len(self._seen) >= SEEN_MAX:
+                self._seen.clear()
+            self._seen[doc] = got
+        return got.copy()
+
+    def _proba_doc(self, doc: str) -> np.ndarray:
         word = self._tfidf(self._word_terms(doc), self.word_index, self.word_idf, self._wsub)
         char = self._tfidf(self._char_terms(doc), self.char_index, self.char_idf, self._csub)
         off = len(self.word_index)
