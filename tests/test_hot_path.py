@@ -8,6 +8,7 @@ against the straightforward way.
 
 from __future__ import annotations
 
+from pathlib import Path
 import random
 import re
 
@@ -198,3 +199,51 @@ def test_a_request_that_quotes_a_traceback_in_its_prompt_is_not_a_failure(shippe
     )
     res = shipped_scanner.scan_text(text)
     assert [(f.family, f.line) for f in res.findings] == [("cuda-oom", 8)]
+
+
+@pytest.mark.parametrize("src, want", [
+    (r"got signal: [0-9]+", r"got signal: [0-9]"),
+    (r"rate: (GPU: )?(?:[0-9.]+)%", r"rate: (GPU: )?(?:[0-9.]+)%"),  # ends in a literal: unchanged
+    (r"v(==?| +)(?:[0-9]+\.[0-9]+[0-9A-Za-z.+-]*)", r"v(==?| +)(?:[0-9]+\.[0-9])"),
+    (r"len *(?:[0-9]{2,5})", r"len *(?:[0-9]{2})"),
+    (r"killed +", r"killed "),
+    (r"a|b+", r"a|b"),
+    (r"x(?=y+)", r"x(?=y+)"),  # a lookahead is left alone
+    (r"(?i)err+", r"(?i)err+"),  # so are inline flags
+    (r"[0-9]+", r"[0-9]"),
+    (r"a*", r"a*"),  # nothing would be left
+    (r"ab\1+", r"ab\1+"),
+])
+def test_trailing_repetition_is_cut_to_its_shortest_form(src, want):
+    from sigclass.scan.tails import trim_tail
+
+    assert trim_tail(src) == want
+
+
+def test_trimmed_prefilter_patterns_match_the_same_lines():
+    import glob
+
+    import regex
+
+    from sigclass.scan.tails import trim_tail
+    from sigclass.scan.triggers import GENERIC
+
+    lg = load_ledger([])
+    srcs = [prefilter.prefilter_form(p.source) for s in lg for p in (*s.any, *s.facts)] + list(GENERIC.values())
+    pairs = [(regex.compile(s, regex.M), regex.compile(trim_tail(s), regex.M)) for s in srcs if trim_tail(s) != s]
+    assert len(pairs) >= 10
+    lines = []
+    for f in sorted(glob.glob(str(Path(lg_dir()) / "*.log"))):
+        lines += Path(f).read_text(encoding="utf-8", errors="replace").splitlines()
+    rnd = random.Random(2)
+    lines += [ln[: rnd.randrange(len(ln))] for ln in list(lines) if ln]  # cut anywhere, the end included
+    lines += ["rank=12345", "shard_77 done", "NVIDIA H100 80GB HBM3", "max_model_len=32768", "vllm==0.10.1.1"]
+    for a, b in pairs:
+        for ln in lines:
+            assert (a.search(ln) is None) == (b.search(ln) is None), (a.pattern, ln)
+
+
+def lg_dir():
+    from sigclass.ledger.pack import shipped_dir
+
+    return shipped_dir()

@@ -22,6 +22,7 @@ import regex
 
 from sigclass.folders import cache_dir
 from sigclass.ledger.patterns import BLOCK_MATCH_TIMEOUT
+from sigclass.scan.tails import trim_tail
 
 CACHE_KEEP = 16  # compiled databases kept in the cache folder
 
@@ -144,7 +145,7 @@ class HyperscanEngine(_Engine):
         self._lock = threading.Lock()
         self._small_ids = all(pid >> _PID_BITS == 0 for pid, _, _ in items)  # by_line packs ids into bits
         self.has_db = False
-        key = _cache_key("hs-m", getattr(hyperscan, "__version__", "?"), items)
+        key = _cache_key("hs-t", getattr(hyperscan, "__version__", "?"), items)
         cached = _cache_read(key)
         if cached is not None:
             try:
@@ -161,7 +162,8 @@ class HyperscanEngine(_Engine):
         ok: list[tuple[int, bytes]] = []
         slow: list[tuple[int, str, str]] = []
         for pid, src, label in items:
-            expr = prefilter_form(src).encode()
+            # trimmed: a line matches as before, with one match end where `[0-9]+` gave one per digit
+            expr = trim_tail(prefilter_form(src)).encode()
             try:
                 db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
                 db.compile(expressions=[expr], ids=[pid], flags=[hyperscan.HS_FLAG_MULTILINE])
