@@ -37,3 +37,15 @@ def data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP, appauthor=False))
+
+
+def write_cache_file(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Replace a cache file in one step (a reader never sees half of it). Best effort: a read-only home just
+    means the work is done again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding=encoding)
+        os.replace(tmp, path)
+    except OSError:
+        pass

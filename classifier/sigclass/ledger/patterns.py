@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from typing import Any
 
 import regex
@@ -71,13 +70,9 @@ class _Validated:
     def save(self) -> None:
         if not self.new or self.path is None:
             return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text("\n".join(sorted(self.known | self.new)) + "\n", encoding="ascii")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        from sigclass.folders import write_cache_file
+
+        write_cache_file(self.path, "\n".join(sorted(self.known | self.new)) + "\n", encoding="ascii")
 
 
 _VALIDATED: _Validated | None = None

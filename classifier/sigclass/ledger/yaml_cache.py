@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any
 
-from sigclass.folders import cache_dir
+from sigclass.folders import cache_dir, write_cache_file
 
 FORMAT = 1
 KEEP = 512  # entries kept (one per signature file text seen)
@@ -40,13 +39,7 @@ class _Cache:
             return
         self.dirty = False
         keep = dict(list(self.entries.items())[-KEEP:])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"format": FORMAT, "entries": keep}), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        write_cache_file(self.path, json.dumps({"format": FORMAT, "entries": keep}))
 
 
 _CACHE: _Cache | None = None
