@@ -247,3 +247,19 @@ def lg_dir():
     from sigclass.ledger.pack import shipped_dir
 
     return shipped_dir()
+
+
+def test_line_splitting_tries_only_the_prefixes_a_first_character_allows(monkeypatch):
+    import glob
+
+    from sigclass.text import lines
+
+    sample = list(LINES) + ["[0,3]<stdout>:x", "[sc:w=2;u=;t=;l=4]:(pid=5) y", "7: z", "[default3]: q", "(pid=9, ip=1.2.3.4) r"]
+    for f in sorted(glob.glob(str(Path(lg_dir()) / "*.log"))):
+        sample += Path(f).read_text(encoding="utf-8", errors="replace").splitlines()
+    fast = [lines.split_line(x) for x in sample]
+    table = getattr(lines, "_PREFIXES", None) or lines.LINE_PREFIXES
+    monkeypatch.setattr(lines, "_PREFIX_BY_FIRST", {})
+    monkeypatch.setattr(lines, "_PREFIX_ANY", tuple(table))
+    assert [lines.split_line(x) for x in sample] == fast
+    assert sum(1 for ln in fast if ln.prefix_kind) > 10

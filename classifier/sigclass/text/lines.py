@@ -16,6 +16,29 @@ from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RAY_WORKER_NAME, Stream
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
+
+def _by_first_char(table):
+    """The prefixes that can match a line starting with a given character, in table order: a line is tried
+    only against those (most lines have no prefix, and most prefixes start with `[` or `(`)."""
+    digits = "0123456789"
+    out: dict[str, list] = {}
+    anything = []
+    for kind, rx in table:
+        src = re.sub(r"^\(\?P<\w+>", "", rx.pattern)
+        firsts = "[" if src.startswith("\\[") else "(" if src.startswith("\\(") else digits if src.startswith("\\d") else None
+        if firsts is None:
+            anything.append((kind, rx))
+            for key in out:
+                out[key].append((kind, rx))
+            continue
+        for ch in firsts:
+            out.setdefault(ch, list(anything)).append((kind, rx))
+    return {k: tuple(v) for k, v in out.items()}, tuple(anything)
+
+
+_PREFIX_BY_FIRST, _PREFIX_ANY = _by_first_char(LINE_PREFIXES)
+
+
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
     ("vllm", re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
@@ -77,7 +100,7 @@ def split_line(raw: str) -> Line:
             content = content[lead.end():]
             tov = parse_time(lead.group(0))
     for _ in range(2):
-        for k, rx in LINE_PREFIXES:
+        for k, rx in _PREFIX_BY_FIRST.get(content[:1], _PREFIX_ANY):
             m = rx.match(content)
             if not m:
                 continue
