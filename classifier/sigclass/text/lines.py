@@ -45,6 +45,8 @@ _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("glog", re.compile(r"\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
 )
 
+_HMS = re.compile(r"\d\d:\d\d:\d\d")
+
 # A log header at the start of the content: timestamp and/or level and/or a [file:line] tag.
 _HEADER = re.compile(
     r"(?:"
@@ -152,6 +154,8 @@ def header_tag(header: str) -> str:
 
 def parse_time(text: str, year: int | None = None) -> str | None:
     """The first timestamp in a line as ISO-8601 UTC, or None."""
+    if not _HMS.search(text):
+        return None  # every timestamp form has its hh:mm:ss
     for kind, rx in _TS_PATTERNS:
         m = rx.search(text)
         if not m:
