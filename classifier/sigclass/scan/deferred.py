@@ -21,7 +21,7 @@ from typing import Callable
 from sigclass.scan.triggers import G_KV, KV
 from sigclass.text.lines import Line, split_line
 
-# the first byte of every worker prefix (text.lines); a test checks the prefix table against it
+# the first byte of every worker prefix (text.prefixes); a test checks the prefix table against it
 PREFIX_FIRST = frozenset(b"[(0123456789")
 
 # every key=value field a decoded line could yield, and possibly more (no separator needed before the key)
