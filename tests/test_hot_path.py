@@ -185,6 +185,7 @@ def test_a_big_file_scans_as_the_same_text_in_memory(tmp_path, shipped_scanner):
     assert len(a.findings) > 3
     assert a.facts == b.facts and a.facts[""]["gpu_model"]
     assert a.workers_kv == b.workers_kv
+    assert a.fact_lines == b.fact_lines
     assert [(m.unit, m.kind, m.line) for m in a.markers] == [(m.unit, m.kind, m.line) for m in b.markers]
 
 
