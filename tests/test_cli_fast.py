@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 import subprocess
 import sys
@@ -40,9 +41,10 @@ def test_the_fast_path_prints_and_exits_as_the_typer_app(tmp_path, extra):
     log.write_text("step 1\n" + OOM)
     missing = tmp_path / "missing.log"
     for paths in ([str(log)], [str(log), str(missing)]):
+        env = {**os.environ, "COLUMNS": "100"}  # the text output wraps to the terminal's width
         fast = subprocess.run([sys.executable, "-m", "sigclass", "scan", *extra, *paths], capture_output=True, text=True,
-                              timeout=120)
-        slow = CliRunner().invoke(app, ["scan", *extra, *paths])
+                              timeout=120, env=env)
+        slow = CliRunner().invoke(app, ["scan", *extra, *paths], env={"COLUMNS": "100"})
         assert fast.returncode == slow.exit_code, fast.stderr
         assert fast.stdout == slow.stdout
         assert ("cuda-oom" in fast.stdout) != ("-q" in extra)
