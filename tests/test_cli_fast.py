@@ -34,6 +34,11 @@ def test_anything_else_goes_to_the_typer_app(argv):
     assert plain_scan_args(argv) is None
 
 
+def test_shell_completion_goes_to_the_typer_app(monkeypatch):
+    monkeypatch.setenv("_SIGCLASS_COMPLETE", "complete_bash")
+    assert plain_scan_args(["scan", "x.log"]) is None
+
+
 @pytest.mark.parametrize("extra", [[], ["-f", "jsonl"], ["--format=json", "--signatures", "regex"], ["-q"],
                                    ["--color", "never"]])
 def test_the_fast_path_prints_and_exits_as_the_typer_app(tmp_path, extra):

@@ -180,6 +180,8 @@ _SCAN_FLAGS = {"--quiet": "quiet", "-q": "quiet"}
 def plain_scan_args(argv: list[str]) -> dict[str, Any] | None:
     """The arguments of `sigclass scan ...` (or of a bare `sigclass` reading a pipe) when they are plain,
     else None (the Typer app then parses them, and explains any mistake)."""
+    if any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+        return None  # the shell asks for completions: only the Typer app answers those
     if not argv:
         return {"paths": None} if sys.stdin is not None and not sys.stdin.isatty() else None
     if argv[0] != "scan":
