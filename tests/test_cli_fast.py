@@ -34,6 +34,13 @@ def test_anything_else_goes_to_the_typer_app(argv):
     assert plain_scan_args(argv) is None
 
 
+def test_the_plain_path_knows_the_typer_apps_formats():
+    from sigclass.cli.common import Fmt
+    from sigclass.cli.plain import FORMATS
+
+    assert FORMATS == tuple(f.value for f in Fmt)
+
+
 def test_shell_completion_goes_to_the_typer_app(monkeypatch):
     monkeypatch.setenv("_SIGCLASS_COMPLETE", "complete_bash")
     assert plain_scan_args(["scan", "x.log"]) is None

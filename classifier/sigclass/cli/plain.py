@@ -16,11 +16,11 @@ from typing import Any, Callable
 import warnings
 
 from sigclass.errors import InputError, ModelError, SigclassError, SignatureError
-from sigclass.vocab import Status
+from sigclass.vocab import ColourMode, SignatureMode, Status
 
-FORMATS = ("text", "json", "jsonl")
-SIGNATURE_MODES = ("regex", "learned", "both")
-COLOUR_MODES = ("auto", "always", "never")
+FORMATS = ("text", "json", "jsonl")  # cli.common.Fmt's values (a test checks)
+SIGNATURE_MODES = tuple(m.value for m in SignatureMode)
+COLOUR_MODES = tuple(m.value for m in ColourMode)
 
 
 def err(msg: object) -> None:
