@@ -227,7 +227,9 @@ def load_findings(path: Path) -> list[dict]:
         for line in fh:
             line = line.strip()
             if line.startswith("{"):
-                out.append(json.loads(line))
+                rec = json.loads(line)
+                if "line" in rec:  # a finding; a log's verdict record (`"kind": "verdict"`) is not graded
+                    out.append(rec)
     return out
 
 
