@@ -148,6 +148,10 @@ def guarded(run: Callable[[], Any]) -> Any:
     and exit 2, and a bug is one line unless SIGCLASS_DEBUG asks for the traceback."""
     try:
         return run()
+    except SystemExit as exc:
+        if exc.code == 130:  # Typer turns Ctrl-C inside a command into a silent exit status 130
+            err("interrupted")
+        raise
     except BrokenPipeError:
         # the reader went away (`| head`): stop quietly
         try:

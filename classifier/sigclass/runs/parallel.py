@@ -16,6 +16,7 @@ from sigclass.errors import SigclassError
 from sigclass.records import Batch, Run
 from sigclass.runs.assemble import assemble
 from sigclass.runs.discover import plan_run, RunPlan
+from sigclass.runs.interrupt import workers_ignore_sigint
 from sigclass.runs.layouts import Layout
 from sigclass.runs.sources import scan_source, ScanConfig, SourceScan
 
@@ -53,8 +54,9 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
     chunks = [items[k:k + size] for k in range(0, len(items), size)]
     import joblib
 
-    gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-        joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
+    with workers_ignore_sigint():  # the workers start here
+        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
+            joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
     with _closing(gen):
         for done in gen:
             for i, scan in done:
@@ -168,8 +170,9 @@ def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs
             cur, n = [], 0
     if cur:
         chunks.append(cur)
-    gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-        joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)
+    with workers_ignore_sigint():  # the workers start here
+        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
+            joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)
     with _closing(gen):
         for chunk, done in zip(chunks, gen):
             if on_progress:
