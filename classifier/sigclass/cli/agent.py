@@ -37,7 +37,7 @@ def _sdk_version() -> tuple[int, ...] | None:
 def schema(
     name: Annotated[Optional[str], typer.Argument(help="finding, run, gotcha, classification, gotcha-list or comparison (default: all).")] = None,
 ) -> None:
-    """Print the JSON Schema (draft 2020-12) of a finding, a run or a gotcha."""
+    """Print the JSON Schema (draft 2020-12) of a finding, a run, a gotcha, a comparison or an MCP tool result."""
     from sigclass.outputs import schemas
 
     try:
@@ -58,7 +58,7 @@ def mcp(
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each refused call on stderr.")] = False,
 ) -> None:
-    """Serve the Model Context Protocol over stdio: classify_log, analyze_run, explain_gotcha, list_gotchas."""
+    """Serve the Model Context Protocol over stdio: classify_log, analyze_run, compare_runs, explain_gotcha, list_gotchas."""
     try:
         import mcp as _sdk  # noqa: F401
     except ImportError:

@@ -57,7 +57,7 @@ def explain(
     family: Annotated[str, typer.Argument(metavar="FAMILY", help="A family id, e.g. cuda-oom.", autocompletion=family_ids)],
     *,
     ledger: LedgerOpt = None,
-    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="text or json.")] = Fmt.text,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="text (markdown), json, or jsonl (the JSON on one line).")] = Fmt.text,
 ) -> None:
     """Show the whole ledger entry of a family."""
     import json
@@ -73,7 +73,7 @@ def explain(
     if fmt == Fmt.text:
         typer.echo(entry_markdown(sig))
     else:
-        typer.echo(json.dumps(sig.to_dict(), indent=2))
+        typer.echo(json.dumps(sig.to_dict(), indent=2 if fmt == Fmt.json else None))
 
 
 def _distance(a: str, b: str) -> int:
