@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 
+import pytest
 from typer.testing import CliRunner
 
 from sigclass.cli.app import app
 from sigclass.mcp_tools import Config, Tools
+
+from conftest import REPO, sigclass_exe  # noqa: F401  (sigclass_exe is a fixture)
 
 runner = CliRunner()
 
@@ -29,3 +35,48 @@ def test_explain_jsonl_is_the_json_entry_on_one_line():
     assert len(lines) == 1
     assert json.loads(lines[0]) == json.loads(as_json.output)
     assert json.loads(lines[0])["id"] == "cuda-oom"
+
+
+def _readme_transcripts() -> list[tuple[str, list[str]]]:
+    """The README's shown sessions: each ``` block whose first line is `$ sigclass ...`, with its output lines."""
+    out: list[tuple[str, list[str]]] = []
+    block: list[str] | None = None
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if block is None:
+                block = []
+                continue
+            if block and block[0].startswith("$ sigclass "):
+                out.append((block[0][2:], block[1:]))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def _find(words: list[str], seq: list[str], start: int) -> int:
+    for i in range(start, len(words) - len(seq) + 1):
+        if words[i:i + len(seq)] == seq:
+            return i + len(seq)
+    return -1
+
+
+@pytest.mark.parametrize("command,shown", _readme_transcripts(), ids=lambda v: v if isinstance(v, str) else "")
+def test_readme_transcripts_show_what_the_command_prints(command, shown, sigclass_exe):
+    """Every line the README shows (but lines it elides with `...`) is printed by the command, in that order;
+    where the terminal wraps does not matter."""
+    res = subprocess.run([*sigclass_exe, *shlex.split(command)[1:]], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
+    assert res.returncode == 1, res.stderr  # every example run has failures
+    got = _words(res.stdout)
+    pos = 0
+    for line in shown:
+        if "..." in line or not line.strip():
+            continue
+        found = _find(got, _words(line), pos)
+        assert found != -1, f"README shows {line.strip()!r} after `{command}`, which does not print it there"
+        pos = found
