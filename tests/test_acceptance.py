@@ -80,3 +80,16 @@ def test_readme_transcripts_show_what_the_command_prints(command, shown, sigclas
         found = _find(got, _words(line), pos)
         assert found != -1, f"README shows {line.strip()!r} after `{command}`, which does not print it there"
         pos = found
+
+
+def test_extra_corpus_without_the_shipped_one_says_so(monkeypatch, tmp_path, capsys):
+    """An installed wheel has no corpus: `train --corpus mine/` trains on mine/ alone, and says so."""
+    from sigclass.cli import learn
+    from sigclass.learn import corpus
+
+    monkeypatch.setattr(corpus, "shipped_corpus", lambda: None)
+    assert learn._dirs([tmp_path], no_shipped=False) == [tmp_path]
+    said = capsys.readouterr().err
+    assert "no shipped corpus in this installation" in said and "only the --corpus folders" in said
+    assert learn._dirs([tmp_path], no_shipped=True) == [tmp_path]
+    assert capsys.readouterr().err == ""  # asked for: nothing to say
