@@ -93,3 +93,13 @@ def test_extra_corpus_without_the_shipped_one_says_so(monkeypatch, tmp_path, cap
     assert "no shipped corpus in this installation" in said and "only the --corpus folders" in said
     assert learn._dirs([tmp_path], no_shipped=True) == [tmp_path]
     assert capsys.readouterr().err == ""  # asked for: nothing to say
+
+
+def test_eval_without_any_corpus_says_how_to_get_one(monkeypatch):
+    from sigclass.learn import corpus
+
+    monkeypatch.setattr(corpus, "shipped_corpus", lambda: None)
+    res = runner.invoke(app, ["eval"])
+    assert res.exit_code == 2
+    assert "pip install -e" in res.output and "--corpus DIR" in res.output
+    assert "Traceback" not in res.output

@@ -31,8 +31,8 @@ def _dirs(corpus: list[Path] | None, no_shipped: bool) -> list[Path]:
         shipped = shipped_corpus()
         if not shipped:
             if not corpus:
-                raise ModelError("no shipped corpus in this installation (it lives in the source tree); "
-                                 "pass --corpus DIR --no-shipped-corpus")
+                raise ModelError("no shipped corpus in this installation (it lives in the source tree); install "
+                                 "with `pip install -e '.[all]'` in a checkout, or pass --corpus DIR --no-shipped-corpus")
             err("no shipped corpus in this installation (it lives in the source tree; `pip install -e .` in a "
                 "checkout uses it); only the --corpus folders are used")
         else:
