@@ -19,7 +19,7 @@ no `SomethingError: ` line, no C++ terminate block).
 Deterministic: the same --seed and --size-mb give the same bytes.
 
     python bench/gen_log.py                      # bench/out/scan-300mb-s1.log
-    python bench/gen_log.py --size-mb 50 /tmp/x.log
+    python bench/gen_log.py --size-mb 50 x.log
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ every injected failure: first line, key line, last line, worker, expected family
 Deterministic: the same case, size and seed give the same bytes.
 
     python bench/gen_realistic.py --size-mb 300 --case realistic
-    python bench/gen_realistic.py --size-mb 20 --case storm --out /tmp/storm.log
+    python bench/gen_realistic.py --size-mb 20 --case storm --out storm.log
 """
 
 from __future__ import annotations
