@@ -103,3 +103,12 @@ def test_eval_without_any_corpus_says_how_to_get_one(monkeypatch):
     assert res.exit_code == 2
     assert "pip install -e" in res.output and "--corpus DIR" in res.output
     assert "Traceback" not in res.output
+
+
+def test_lint_of_a_path_with_no_signature_file_is_not_clean(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for arg, said in ((tmp_path / "missing.yaml", "no such file or folder"),
+                      (tmp_path / "empty", "no signature files")):
+        res = runner.invoke(app, ["ledger", "lint", str(arg)])
+        assert res.exit_code == 1, res.output
+        assert f"severity=HIGH signature={arg} {said}" in res.output

@@ -15,7 +15,7 @@ from typing import ClassVar
 from sigclass.authoring.examples import check, parse_examples
 from sigclass.ledger.context import CONTEXT, GROUPS
 from sigclass.ledger.families import CONTRACT_IDS
-from sigclass.ledger.pack import Ledger
+from sigclass.ledger.pack import Ledger, sig_files
 from sigclass.ledger.signature import Signature
 
 SEVERITIES = ("HIGH", "MEDIUM", "LOW", "INFO")
@@ -286,6 +286,17 @@ class SimilarTitles(Validator):
                 out.append(self.issue(sig.location("title"), f"title also used by {seen[t]}"))
             seen[t] = sig.id
         return out
+
+
+def path_issues(paths: list[Path]) -> list[Issue]:
+    """A path given to lint that holds no signature file: a typo must not lint clean."""
+    issues = []
+    for p in paths:
+        if not p.exists():
+            issues.append(Issue("load", "HIGH", str(p), "no such file or folder; check the path"))
+        elif p.is_dir() and not sig_files(p):
+            issues.append(Issue("load", "HIGH", str(p), "no signature files (*.yaml) in this folder"))
+    return issues
 
 
 def lint(ledger: Ledger, *, shipped: bool, scanner=None) -> list[Issue]:

@@ -27,14 +27,14 @@ def ledger_lint(
 ) -> None:
     """Check ids, schema, regexes, examples and supersedes targets; exit 1 on a HIGH issue."""
     from sigclass.ledger.pack import load_ledger
-    from sigclass.authoring.lint import lint
+    from sigclass.authoring.lint import lint, path_issues
     from sigclass.scan.scanner import Scanner
 
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         lg = load_ledger(paths or [], shipped=not paths)
         scanner = None if no_examples else Scanner(lg, signatures="regex")
-        issues = lint(lg, shipped=not paths, scanner=scanner)
+        issues = path_issues(paths or []) + lint(lg, shipped=not paths, scanner=scanner)
     for i in issues:
         typer.echo(i.line())
     high = sum(1 for i in issues if i.severity == "HIGH")
