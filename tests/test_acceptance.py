@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 
@@ -112,3 +113,22 @@ def test_lint_of_a_path_with_no_signature_file_is_not_clean(tmp_path):
         res = runner.invoke(app, ["ledger", "lint", str(arg)])
         assert res.exit_code == 1, res.output
         assert f"severity=HIGH signature={arg} {said}" in res.output
+
+
+def _comparison(differences: int) -> dict:
+    return {"runs": [f"r{i}" for i in range(differences + 1)], "units": 0, "discriminating": [], "probes": [],
+            "verdicts": [], "problems": [],
+            "not_comparable": [{"fact": "model", "values": ["a", f"b{i}"], "runs": ["r0", f"r{i + 1}"]}
+                               for i in range(differences)]}
+
+
+def test_report_folds_a_long_not_comparable_list_and_shows_a_short_one():
+    """A report of many unrelated runs has one difference per pair of runs: folded, the runs stay near the top."""
+    from sigclass.outputs.report.html import render
+
+    long_page = render([], comparison=_comparison(40))
+    folded = re.search(r'<details class="not-comparable"( open)?><summary>[^<]*\(40 difference', long_page)
+    assert folded and folded.group(1) is None, "a long list is shown unfolded"
+    assert long_page.count('<li class="not-comparable" data-fact="model">') == 40
+    short_page = render([], comparison=_comparison(2))
+    assert '<details class="not-comparable" open><summary>' in short_page
