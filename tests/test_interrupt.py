@@ -1,4 +1,4 @@
-"""Ctrl-C: the command says it was interrupted, keeps what it printed, and no worker prints a traceback."""
+"""A command cut off: Ctrl-C says it was interrupted and no worker prints a traceback; a closed standard output is one line."""
 
 from __future__ import annotations
 
@@ -70,3 +70,12 @@ def test_run_workers_start_with_ctrl_c_ignored(tmp_path):
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+def test_a_closed_standard_output_is_one_line_and_the_exit_status_still_counts(sigclass_exe, tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text(OOM)
+    res = subprocess.run(["bash", "-c", '"$@" >&-', "sh", *sigclass_exe, "scan", str(log)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 1  # the failure was still found
+    assert res.stderr.splitlines() == ["sigclass: standard output is closed; nothing is printed (redirect it to a file, or use -q)"]

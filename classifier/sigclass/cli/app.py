@@ -7,14 +7,18 @@ still printed).
 
 from __future__ import annotations
 
+import os
 import sys
 
-from sigclass.cli.plain import guarded, plain_scan_args, run_scan
+from sigclass.cli.plain import err, guarded, plain_scan_args, run_scan
 
 
 def main() -> None:
     """Console-script entry point. `sigclass scan` with plain arguments runs without building the Typer app
     (its import costs more than scanning a small log); everything else goes through it."""
+    if sys.stdout is None:  # started with standard output closed (`>&-`): say so once, and keep the exit status
+        err("standard output is closed; nothing is printed (redirect it to a file, or use -q)")
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
     if sys.argv[1:] in (["--version"], ["-V"]):
         from sigclass import __version__
 
