@@ -132,3 +132,9 @@ def test_report_folds_a_long_not_comparable_list_and_shows_a_short_one():
     assert long_page.count('<li class="not-comparable" data-fact="model">') == 40
     short_page = render([], comparison=_comparison(2))
     assert '<details class="not-comparable" open><summary>' in short_page
+
+
+def test_ledger_render_to_a_folder_is_one_line_not_an_internal_error(tmp_path):
+    res = runner.invoke(app, ["ledger", "render", "-o", str(tmp_path)])
+    assert res.exit_code == 2
+    assert res.output.strip() == f"sigclass: {tmp_path}: cannot write (Is a directory); name a file in a writable folder"

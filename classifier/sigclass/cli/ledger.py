@@ -8,7 +8,7 @@ import warnings
 
 import typer
 
-from sigclass.cli.common import ledger_app, LedgerOpt, load_ledger_or_exit
+from sigclass.cli.common import err, ledger_app, LedgerOpt, load_ledger_or_exit
 
 
 @ledger_app.command("list")
@@ -53,7 +53,11 @@ def ledger_render(
     lg, _ = load_ledger_or_exit(ledger)
     text = ledger_markdown(lg)
     if out:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            err(f"{out}: cannot write ({exc.strerror or exc}); name a file in a writable folder")
+            raise typer.Exit(2) from None
     else:
         typer.echo(text)
 
