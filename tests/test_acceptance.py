@@ -138,3 +138,21 @@ def test_ledger_render_to_a_folder_is_one_line_not_an_internal_error(tmp_path):
     res = runner.invoke(app, ["ledger", "render", "-o", str(tmp_path)])
     assert res.exit_code == 2
     assert res.output.strip() == f"sigclass: {tmp_path}: cannot write (Is a directory); name a file in a writable folder"
+
+
+def test_output_folders_that_cannot_be_made_are_one_line(tmp_path):
+    """--history and suggest's --out name folders; a file in the way is one line naming it, not an internal error."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    run = REPO / "examples" / "sweep-0412"
+    res = runner.invoke(app, ["runs", "-j", "1", "-q", "--history", str(blocker / "sub"), str(run)])
+    assert res.exit_code == 2
+    assert f"{blocker / 'sub'}: cannot make the history folder" in res.output and "internal error" not in res.output
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(2):  # two members of one unknown group make a draft
+        (logs / f"w{i}.log").write_text('Traceback (most recent call last):\n  File "x.py", line 3, in <module>\n'
+                                        f"FrobnicatorError: the frobnicator {i} ran dry\n")
+    res = runner.invoke(app, ["suggest", str(logs), "--out", str(blocker)])
+    assert res.exit_code == 2, res.output
+    assert f"{blocker}: cannot make the drafts folder" in res.output and "internal error" not in res.output

@@ -331,7 +331,10 @@ def write_drafts(groups: Sequence[Group], out: str | Path, ledger, *, top: int =
         if hit is not None:
             d.reason = f"the induced pattern matches clean text at {hit[0]}:{hit[1]}"
             continue
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{out}: cannot make the drafts folder ({exc.strerror or exc}); name a writable folder with --out") from None
         doc = {
             "id": fid,
             "title": f"Draft: {g.template.split(' | ')[-1][:100]}",

@@ -101,7 +101,10 @@ def append_units(path: Path | str, units: pl.DataFrame, *, now: datetime | None 
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"{path}: --history needs a directory (parquet files are added to it), not a file")
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot make the history folder ({exc.strerror or exc}); name a writable folder") from None
     now = now or datetime.now(timezone.utc)
     batch = batch or f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     rows = with_keys(units, batch=batch, ingested_at=now)
