@@ -156,3 +156,24 @@ def test_output_folders_that_cannot_be_made_are_one_line(tmp_path):
     res = runner.invoke(app, ["suggest", str(logs), "--out", str(blocker)])
     assert res.exit_code == 2, res.output
     assert f"{blocker}: cannot make the drafts folder" in res.output and "internal error" not in res.output
+
+
+def test_a_log_that_starts_with_a_hole_of_nul_bytes_is_still_read(tmp_path):
+    """logrotate's copytruncate empties a log while its writer keeps its offset: the file then starts with a
+    hole of NUL bytes (here longer than a read block) before the new lines. Those lines are read, not skipped
+    as binary; a file of NUL bytes alone is still binary."""
+    from conftest import OOM
+
+    log = tmp_path / "train.log"
+    with open(log, "wb") as fh:
+        fh.write(b"\x00" * (9 << 20))
+        fh.write(OOM.encode())
+    res = runner.invoke(app, ["scan", "-f", "jsonl", str(log)])
+    assert res.exit_code == 1, res.output
+    assert "cuda-oom" in [json.loads(ln).get("family") for ln in res.stdout.splitlines() if ln.startswith("{")]
+    assert f"{log}: starts with {9 << 20} NUL bytes" in res.output
+    zeros = tmp_path / "zeros.log"
+    zeros.write_bytes(b"\x00" * 5000)
+    res = runner.invoke(app, ["scan", str(zeros)])
+    assert res.exit_code == 2
+    assert f"{zeros}: binary data" in res.output

@@ -264,6 +264,7 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
         carry = b""
         cutting = False  # inside an over-long line whose rest is being dropped
         first = True
+        hole = 0  # NUL bytes before the first text
         for data in _raw_reads(stream, state, live):
             if data is IDLE:
                 if carry and not cutting:
@@ -275,7 +276,16 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
                 continue
             assert isinstance(data, bytes)
             if first:
+                # a log cut by logrotate's copytruncate while its writer went on starts with a hole of NUL bytes
+                text = data.lstrip(b"\x00")
+                hole += len(data) - len(text)
+                if not text:
+                    continue
+                data = text
                 first = False
+                if hole:
+                    state.problems.append(f"{state.name}: starts with {hole} NUL bytes (a log emptied by logrotate "
+                                          "copytruncate while its writer went on); they were skipped")
                 if looks_binary(data[:8192]):
                     state.binary = True
                     state.problems.append(f"{state.name}: binary data, not a text log; skipped")
@@ -323,6 +333,9 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
                 carry = tail
         if carry and not cutting:
             yield (carry, 0, len(carry))
+        if first and hole:
+            state.binary = True
+            state.problems.append(f"{state.name}: binary data ({hole} NUL bytes and no text), not a text log; skipped")
     finally:
         try:
             stream.close()
