@@ -177,3 +177,14 @@ def test_a_log_that_starts_with_a_hole_of_nul_bytes_is_still_read(tmp_path):
     res = runner.invoke(app, ["scan", str(zeros)])
     assert res.exit_code == 2
     assert f"{zeros}: binary data" in res.output
+
+
+@pytest.mark.parametrize("name", ["renamed.log.gz", "renamed.log.zst"])
+def test_a_plain_log_named_as_compressed_is_read_as_the_text_it_is(tmp_path, name):
+    from conftest import OOM
+
+    log = tmp_path / name
+    log.write_text(OOM)
+    res = runner.invoke(app, ["scan", "-f", "jsonl", str(log)])
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.stdout.splitlines()[0])["family"] == "cuda-oom"

@@ -150,9 +150,11 @@ def open_source(path: str) -> BinaryIO:
             head = os.pread(raw.fileno(), 4, 0)
         except OSError:
             head = b""
-    if name.endswith(".gz") or head[:2] == b"\x1f\x8b":
+    # the first bytes say whether a file is compressed; its name only when they cannot be read (a plain log
+    # renamed x.log.gz is read as plain text)
+    if head[:2] == b"\x1f\x8b" or (not head and name.endswith(".gz")):
         return _Owning(gzip.GzipFile(fileobj=raw, mode="rb"), raw)  # type: ignore[return-value]
-    if name.endswith(".zst") or head == b"\x28\xb5\x2f\xfd":
+    if head == b"\x28\xb5\x2f\xfd" or (not head and name.endswith(".zst")):
         return _Owning(_Zstd(raw), raw)  # type: ignore[return-value]
     return raw
 
