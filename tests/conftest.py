@@ -40,7 +40,12 @@ def scanner(ledger):
 
 @pytest.fixture(scope="session")
 def sigclass_exe() -> list[str]:
-    """The installed console script (falls back to `python -m sigclass`)."""
+    """The console script of the environment under test: the one beside this Python first (scripts/test.sh
+    and CI run pytest without activating the virtualenv, and a `sigclass` elsewhere on PATH is not the one
+    being tested), then PATH's, else `python -m sigclass`."""
+    own = Path(sys.executable).parent / "sigclass"
+    if own.is_file() and os.access(own, os.X_OK):
+        return [str(own)]
     exe = shutil.which("sigclass")
     return [exe] if exe else [sys.executable, "-m", "sigclass"]
 

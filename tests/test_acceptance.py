@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -188,3 +189,15 @@ def test_a_plain_log_named_as_compressed_is_read_as_the_text_it_is(tmp_path, nam
     res = runner.invoke(app, ["scan", "-f", "jsonl", str(log)])
     assert res.exit_code == 1, res.output
     assert json.loads(res.stdout.splitlines()[0])["family"] == "cuda-oom"
+
+
+def test_the_command_line_under_test_is_this_environments_console_script(sigclass_exe):
+    """scripts/test.sh and CI run pytest without activating the virtualenv: PATH then has no `sigclass`, or
+    another one. The tests run the console script installed beside this Python (shell completion, for one,
+    only answers to the script's own name, not to `python -m sigclass`)."""
+    import sigclass
+
+    assert sigclass_exe[0] != sys.executable, "the tests fell back to `python -m sigclass`"
+    res = subprocess.run([*sigclass_exe, "-V"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PATH": os.defpath})
+    assert res.stdout.strip() == f"sigclass {sigclass.__version__}"
