@@ -201,3 +201,11 @@ def test_the_command_line_under_test_is_this_environments_console_script(sigclas
     res = subprocess.run([*sigclass_exe, "-V"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PATH": os.defpath})
     assert res.stdout.strip() == f"sigclass {sigclass.__version__}"
+
+
+def test_binary_data_that_starts_with_nul_bytes_is_one_binary_problem(tmp_path):
+    blob = tmp_path / "blob.log"
+    blob.write_bytes(b"\x00" * 100 + b"\x00\x01\x02" * 4000)
+    res = runner.invoke(app, ["-f", "json", str(blob)])
+    assert res.exit_code == 2
+    assert [p["kind"] for p in json.loads(res.stdout)["problems"]] == ["binary"]

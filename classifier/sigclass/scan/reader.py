@@ -285,13 +285,13 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
                     continue
                 data = text
                 first = False
-                if hole:
-                    state.problems.append(f"{state.name}: starts with {hole} NUL bytes (a log emptied by logrotate "
-                                          "copytruncate while its writer went on); they were skipped")
                 if looks_binary(data[:8192]):
                     state.binary = True
                     state.problems.append(f"{state.name}: binary data, not a text log; skipped")
                     return
+                if hole:
+                    state.problems.append(f"{state.name}: starts with {hole} NUL bytes (a log emptied by logrotate "
+                                          "copytruncate while its writer went on); they were skipped")
             start = 0
             if cutting:
                 nl = data.find(b"\n")
