@@ -145,7 +145,8 @@ def eval_(
         doc = {"folds": res.folds, "threshold": res.threshold, "threshold_both": res.threshold_both,
                "macro_f1": s["macro_f1"], "known_accuracy": s["known_accuracy"],
                "quiet_on_clean": s["quiet_on_clean"], "files": s["files"], "per_label": s["per_label"],
-               "confusion": s["confusion"], "threshold_curve": res.curve, "scored": scored,
+               "confusion": s["confusion"], "threshold_curve": res.curve, "threshold_curve_both": res.curve_both,
+               "modes": res.modes, "scored": scored,
                "seconds": round(time.perf_counter() - t0, 2)}
         typer.echo(json.dumps(doc, indent=2, sort_keys=True))
         return
@@ -156,6 +157,11 @@ def eval_(
     typer.echo(f"training part: {s['files']} files, {res.folds} folds, abstain threshold {res.threshold:.2f} "
                f"(chosen by CV); macro-F1 {s['macro_f1']:.3f}; known-family accuracy {s['known_accuracy']:.3f}; "
                f"quiet on clean/unknown {s['quiet_on_clean']:.3f}")
+    typer.echo(f"training part, out of fold (thresholds: learned {res.threshold:.2f}, both {res.threshold_both:.2f}): "
+               "mode, right / files, known-family accuracy, unknown stays unknown, clean stays quiet")
+    for mode, m in (res.modes or {}).items():
+        typer.echo(f"  {mode:8} {m['right']:>4}/{m['files']:<4} {m['known_accuracy']:6.1%} {m['unknown_quiet']:6.1%} "
+                   f"{m['clean_quiet']:6.1%}")
     for name, modes in scored.items():
         kinds = [k for k in KINDS if any(k in cells for cells in modes.values())]
         typer.echo(f"{name}: right / files per signature mode")

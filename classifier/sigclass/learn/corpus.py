@@ -28,6 +28,7 @@ class CorpusFile:
     label: str
     blocks: list[str] = field(default_factory=list)  # every block the learned path sees, in order
     regex: list[str | None] = field(default_factory=list)  # the family the regex ledger gives each block
+    group: str = ""  # files of one group (a real corpus's `thread`) never straddle cross-validation folds
 
 
 SPLITS = ("train", "heldout", "all")
@@ -104,6 +105,18 @@ def _keys(block: Sequence[str]) -> tuple[str, str]:
     return "\n".join(block), "\n".join(split_line(x).body for x in block)
 
 
+def file_groups(files: Sequence[tuple[Path, str]]) -> list[str]:
+    """Each file's cross-validation group: its index record's ``thread`` when it has one, else the file itself."""
+    threads: dict[Path, dict[str, str]] = {}
+    out: list[str] = []
+    for path, _ in files:
+        root = Path(path).parent.parent
+        if root not in threads:
+            threads[root] = {str(root / r["file"]): str(r["thread"]) for r in index_entries(root) or [] if r.get("thread")}
+        out.append(threads[root].get(str(path)) or f"file:{path}")
+    return out
+
+
 def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
     """Scan each corpus file twice: learned mode (the blocks, in reported order) and regex mode (what the ledger says).
 
@@ -124,8 +137,8 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
     learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
     regex_sc = Scanner(ledger, signatures="regex")
     out: list[CorpusFile] = []
-    for path, label in files:
-        cf = CorpusFile(path, label)
+    for (path, label), group in zip(files, file_groups(files)):
+        cf = CorpusFile(path, label, group=group)
         seen.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -63,7 +63,9 @@ def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: 
         "params": {**DEFAULT_PARAMS, **(params or {})},
         "cv": {"folds": cv.folds, "macro_f1": round(cv.scores["macro_f1"], 4),
                "known_accuracy": round(cv.scores["known_accuracy"], 4),
-               "quiet_on_clean": round(cv.scores["quiet_on_clean"], 4)},
+               "quiet_on_clean": round(cv.scores["quiet_on_clean"], 4),
+               "modes": {mode: {k: round(v, 4) if isinstance(v, float) else v for k, v in m.items()}
+                         for mode, m in (cv.modes or {}).items()}},
         "corpus_files": len(cfs),
         "training_blocks": int(sum(len(training_rows(cf)) for cf in cfs)),
         "seed": SEED,
