@@ -121,7 +121,8 @@ def test_both_mode_counts_only_what_the_regexes_leave_quiet():
     cfs = [_cf("unknown", "segfault") for _ in range(5)] + [_cf("unknown") for _ in range(20)]
     oof = [_row(0.99) for _ in range(5)] + [_row(0.3)] + [_row(0.001) for _ in range(19)]
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both")
-    assert t == 0.01  # 19 of the 20 quiet files stay quiet at any threshold
+    assert curve[0.01]["unknown_quiet"] == 0.95  # 19 of the 20 files the regexes leave quiet: the five do not count
+    assert t == 0.35  # the lowest that answers the most files right: the block at 0.3 goes quiet too
     t_learned, _ = evaluate.choose_threshold(cfs, oof, LABELS, "learned")
     assert t_learned == evaluate.THRESHOLDS[-1]  # in learned mode the five confident blocks count: nothing keeps 95%
 
@@ -131,3 +132,15 @@ def test_no_threshold_meets_the_constraint_takes_the_highest():
     oof = [_row(1.0) for _ in range(3)]
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS)
     assert t == evaluate.THRESHOLDS[-1] and curve[t]["clean_quiet"] == 0.0
+
+
+def test_both_mode_takes_the_lowest_threshold_with_the_most_right_answers():
+    # the regexes answer the cuda-oom files; the model's only effect is on one unknown block at 0.5 (a wrong
+    # family) and on one cuda-oom file the regexes miss, at 0.3 (right): any threshold up to 0.3 gains a file
+    cfs = [_cf("cuda-oom", "cuda-oom") for _ in range(10)] + [_cf("cuda-oom")] + [_cf("unknown") for _ in range(30)]
+    oof = [_row(0.9) for _ in range(10)] + [_row(0.3)] + [_row(0.5)] + [_row(0.001) for _ in range(29)]
+    t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both")
+    assert t == 0.01 and curve[t]["right"] == 40
+    # from a floor of 0.35 up the regex-missed file is lost either way; above 0.5 the wrong block goes quiet too
+    t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both", floor=0.35)
+    assert t == 0.55 and curve[t]["right"] == 40

@@ -94,27 +94,32 @@ def _right(cfs: Sequence[CorpusFile], got: Sequence[str | None]) -> int:
 
 
 def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: Sequence[str],
-                     mode: str = "learned") -> tuple[float, dict[float, dict[str, float]]]:
+                     mode: str = "learned", floor: float = 0.0) -> tuple[float, dict[float, dict[str, float]]]:
     """The lowest abstain threshold whose out-of-fold answers keep `RETAIN_UNKNOWN` of the unknown files
     unknown and `RETAIN_CLEAN` of the clean files quiet (the highest threshold if none does).
 
     In `both` mode the rates count only the files the regexes leave quiet: there the model's one way to do
-    harm is to name a family for a block that is not one. Returns the threshold and, per threshold, the
-    rates, macro-F1 and right answers.
+    harm is to name a family for a block that is not one. And of the thresholds (from ``floor`` up) that
+    keep the rates, it is the lowest with the most files answered right in `both` mode: a lower one would
+    name families for more blocks without answering more files right. Returns the threshold and, per
+    threshold, the rates, macro-F1 and right answers.
     """
     labels = [cf.label for cf in cfs]
     base = answers(cfs, oof, classes, 1.0, "regex") if mode == "both" else None
     curve: dict[float, dict[str, float]] = {}
-    chosen = None
     for t in THRESHOLDS:
         got = answers(cfs, oof, classes, t, mode)
         rates = quiet_rates(cfs, got, base)
-        right = _right(cfs, got)
-        curve[t] = {"unknown_quiet": rates["unknown"], "clean_quiet": rates["clean"], "right": right,
+        curve[t] = {"unknown_quiet": rates["unknown"], "clean_quiet": rates["clean"], "right": _right(cfs, got),
                     "macro_f1": file_scores(labels, got)["macro_f1"]}
-        if chosen is None and rates["unknown"] >= RETAIN_UNKNOWN and rates["clean"] >= RETAIN_CLEAN:
-            chosen = t
-    return (chosen if chosen is not None else THRESHOLDS[-1]), curve
+    ok = [t for t in THRESHOLDS if t >= floor and curve[t]["unknown_quiet"] >= RETAIN_UNKNOWN
+          and curve[t]["clean_quiet"] >= RETAIN_CLEAN]
+    if not ok:
+        return THRESHOLDS[-1], curve
+    if mode == "both":
+        best = max(curve[t]["right"] for t in ok)
+        ok = [t for t in ok if curve[t]["right"] == best]
+    return ok[0], curve
 
 
 @dataclass
@@ -180,9 +185,8 @@ def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5,
         threshold, curve = choose_threshold(cfs, probs, all_labels)
     else:
         curve = {}
-    both, curve_both = choose_threshold(cfs, probs, all_labels, "both")
     # the model sees less in `both` (only what no regex explains, mostly unknown), so it is never laxer there
-    both = max(both, threshold)
+    both, curve_both = choose_threshold(cfs, probs, all_labels, "both", floor=threshold)
     got = answers(cfs, probs, all_labels, threshold)
     scores = file_scores([cf.label for cf in cfs], got)
     modes = {"regex": mode_scores(cfs, answers(cfs, probs, all_labels, 1.0, "regex")),
