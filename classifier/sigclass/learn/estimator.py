@@ -26,9 +26,9 @@ from sigclass.learn.blocktext import normalise_block
 SEED = 0
 
 DEFAULT_PARAMS: dict[str, Any] = {
-    "C": 30.0, "loss": "logistic", "calibration": "none",
-    "word_min_df": 1, "word_features": 20000, "char_min_df": 2, "char_features": 30000, "char_max_n": 5,
-    "repeat_exceptions": 1, "facts": True,
+    "C": 100.0, "loss": "logistic", "calibration": "none",
+    "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
+    "repeat_exceptions": 2, "facts": True,
 }
 
 
