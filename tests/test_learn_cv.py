@@ -116,7 +116,7 @@ def test_threshold_is_the_lowest_that_keeps_unknowns_unknown():
     assert curve[t]["right"] == 30
 
 
-def test_both_mode_counts_only_what_the_regexes_leave_quiet():
+def test_the_rates_count_only_what_the_regexes_leave_quiet():
     # the regexes already (wrongly) name a family for five unknown files: that is not the model's doing
     cfs = [_cf("unknown", "segfault") for _ in range(5)] + [_cf("unknown") for _ in range(20)]
     oof = [_row(0.99) for _ in range(5)] + [_row(0.3)] + [_row(0.001) for _ in range(19)]
@@ -124,7 +124,7 @@ def test_both_mode_counts_only_what_the_regexes_leave_quiet():
     assert curve[0.01]["unknown_quiet"] == 0.95  # 19 of the 20 files the regexes leave quiet: the five do not count
     assert t == 0.35  # the lowest that answers the most files right: the block at 0.3 goes quiet too
     t_learned, _ = evaluate.choose_threshold(cfs, oof, LABELS, "learned")
-    assert t_learned == evaluate.THRESHOLDS[-1]  # in learned mode the five confident blocks count: nothing keeps 95%
+    assert t_learned == 0.01  # learned mode takes the lowest that keeps the rates, however many files it answers
 
 
 def test_no_threshold_meets_the_constraint_takes_the_highest():

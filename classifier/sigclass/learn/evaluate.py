@@ -98,14 +98,17 @@ def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: 
     """The lowest abstain threshold whose out-of-fold answers keep `RETAIN_UNKNOWN` of the unknown files
     unknown and `RETAIN_CLEAN` of the clean files quiet (the highest threshold if none does).
 
-    In `both` mode the rates count only the files the regexes leave quiet: there the model's one way to do
-    harm is to name a family for a block that is not one. And of the thresholds (from ``floor`` up) that
+    The rates count the files the regexes leave quiet: where the ledger names a family in an unknown
+    file, the model is taught that family for that block. In `both` mode that is also where the model's one
+    way to do harm is, naming a family for a block that is not one. And of the thresholds (from ``floor`` up) that
     keep the rates, it is the lowest with the most files answered right in `both` mode: a lower one would
     name families for more blocks without answering more files right. Returns the threshold and, per
     threshold, the rates, macro-F1 and right answers.
     """
     labels = [cf.label for cf in cfs]
-    base = answers(cfs, oof, classes, 1.0, "regex") if mode == "both" else None
+    # an unknown file in which the ledger itself names a family (a secondary one, a kill after the failure)
+    # trains the model to name that family there, so in either mode only the files the regexes leave quiet count
+    base = answers(cfs, oof, classes, 1.0, "regex")
     curve: dict[float, dict[str, float]] = {}
     for t in THRESHOLDS:
         got = answers(cfs, oof, classes, t, mode)
