@@ -209,3 +209,28 @@ def test_binary_data_that_starts_with_nul_bytes_is_one_binary_problem(tmp_path):
     res = runner.invoke(app, ["-f", "json", str(blob)])
     assert res.exit_code == 2
     assert [p["kind"] for p in json.loads(res.stdout)["problems"]] == ["binary"]
+
+
+def test_compare_reads_runs_as_runs_does_with_the_same_layout_and_model_options(tmp_path):
+    """A run that needs --unit-pattern / --worker-pattern for `runs`, or a model of one's own, needs them for
+    `compare` too (they were runs' and report's only)."""
+    from conftest import OOM
+
+    run = tmp_path / "odd"
+    for host in ("host-a", "host-b"):
+        for task in (1, 2):
+            d = run / host
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"task{task}.log").write_text(f"INFO task {task} begins\n" + (OOM if host == "host-a" else "INFO ok\n"))
+    pats = ["--unit-pattern", r"task(\d+)", "--worker-pattern", r"^(host-\w+)/"]
+    runs = runner.invoke(app, ["runs", "-j", "1", "-f", "json", *pats, str(run)])
+    cmp = runner.invoke(app, ["compare", "-j", "1", "-f", "json", *pats, str(run)])
+    assert cmp.exit_code == runs.exit_code == 1, cmp.output
+    units = json.loads(runs.stdout)["runs"][0]["units"]
+    assert sorted({u["worker"] for u in units}) == ["host-a", "host-b"]
+    assert json.loads(cmp.stdout)["units"] == len(units)
+    bad = runner.invoke(app, ["compare", "--unit-pattern", "task(", str(run)])
+    assert bad.exit_code == 2 and "not a valid regular expression" in bad.output
+    missing = tmp_path / "none.joblib"
+    res = runner.invoke(app, ["compare", "-j", "1", "--model", str(missing), str(run)])
+    assert res.exit_code == 2 and str(missing) in res.output and "Traceback" not in res.output

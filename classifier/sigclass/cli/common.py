@@ -45,6 +45,9 @@ def version_option(value: bool) -> None:
 
 ColorOpt = Annotated[ColourMode, typer.Option("--color", "--colour", help="Colour the text output: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.")]
 LedgerOpt = Annotated[Optional[list[Path]], typer.Option("--ledger", metavar="PATH", help="Extra ledger file or folder (repeatable); overrides shipped ids.")]
+ModelOpt = Annotated[Optional[Path], typer.Option("--model", metavar="FILE", help="A model file trained by `sigclass train` on this machine.")]
+UnitPatternOpt = Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")]
+WorkerPatternOpt = Annotated[Optional[str], typer.Option("--worker-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the worker.")]
 
 
 def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, scan_config, Sigs
+from sigclass.cli.common import app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
 from sigclass.errors import SigclassError
 
 
@@ -24,8 +24,11 @@ def compare(
     *,
     fmt: Annotated[CompareFmt, typer.Option("--format", "-f", help="Output format.")] = CompareFmt.text,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
+    unit_pattern: UnitPatternOpt = None,
+    worker_pattern: WorkerPatternOpt = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
+    model: ModelOpt = None,
     history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Append confirmed and refuted verdicts to this history directory.")] = None,
 ) -> None:
     """Compare runs: discriminating facts with counts and p-values, probe outcomes, a verdict per family.
@@ -35,12 +38,15 @@ def compare(
     from sigclass.diagnosis.analysis import compare as compare_runs
     from sigclass.diagnosis.text import compare_text
     from sigclass.runs.discover import plan_run
+    from sigclass.runs.layouts import Layout
     from sigclass.runs.parallel import analyse_plans
 
-    lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, None)
+    lg, bad_ledger, cfg = scan_config(jobs, ledger, signatures, model)
+    layout = Layout(unit_pattern, worker_pattern)
     plans = [plan_run(d) for d in dict.fromkeys(dirs)]
     try:
-        batch = analyse_plans(plans, cfg=cfg, n_jobs=jobs, small_in_process=jobs == -1)
+        layout.compiled()
+        batch = analyse_plans(plans, cfg=cfg, layout=layout, n_jobs=jobs, small_in_process=jobs == -1)
         result = compare_runs(batch.runs, lg)
     except SigclassError as exc:
         err(exc)

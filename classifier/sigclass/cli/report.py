@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, scan_config, Sigs
+from sigclass.cli.common import app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
 from sigclass.errors import ModelError, SigclassError
 
 
@@ -33,11 +33,11 @@ def report(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write (default: report.html here).")] = None,
     title: Annotated[Optional[str], typer.Option(metavar="TEXT", help="Page title (default: the run names).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
-    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")] = None,
-    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the worker.")] = None,
+    unit_pattern: UnitPatternOpt = None,
+    worker_pattern: WorkerPatternOpt = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
+    model: ModelOpt = None,
 ) -> None:
     """Write one self-contained HTML post-mortem: a timeline per run, root-fault cards, systematic faults, problems.
 

@@ -16,7 +16,8 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from sigclass.cli.common import app, append_history, ColorOpt, err, LedgerOpt, scan_config, Sigs
+from sigclass.cli.common import (app, append_history, ColorOpt, err, LedgerOpt, ModelOpt, scan_config, Sigs,
+                                  UnitPatternOpt, WorkerPatternOpt)
 from sigclass.errors import SigclassError
 from sigclass.vocab import ColourMode
 
@@ -50,11 +51,11 @@ def runs(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="FILE", help="Write to this file instead of stdout (parquet needs it).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
     dask: Annotated[Optional[str], typer.Option("--dask", metavar="URL", help="Run the scans on this dask.distributed scheduler (tcp://HOST:PORT).")] = None,
-    unit_pattern: Annotated[Optional[str], typer.Option("--unit-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the unit.")] = None,
-    worker_pattern: Annotated[Optional[str], typer.Option("--worker-pattern", metavar="REGEX", help="Regex on a log's path inside its run; its group names the worker.")] = None,
+    unit_pattern: UnitPatternOpt = None,
+    worker_pattern: WorkerPatternOpt = None,
     ledger: LedgerOpt = None,
     signatures: Annotated[Sigs, typer.Option(help="Which signatures classify failures.")] = Sigs.BOTH,
-    model: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A model file trained by `sigclass train` on this machine.")] = None,
+    model: ModelOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on stdout; the exit status says whether a unit was lost.")] = False,
     color: ColorOpt = ColourMode.AUTO,
     history: Annotated[Optional[Path], typer.Option("--history", metavar="DIR", help="Also append the units table to this parquet history directory (see `sigclass stats`).")] = None,
