@@ -234,3 +234,19 @@ def test_compare_reads_runs_as_runs_does_with_the_same_layout_and_model_options(
     missing = tmp_path / "none.joblib"
     res = runner.invoke(app, ["compare", "-j", "1", "--model", str(missing), str(run)])
     assert res.exit_code == 2 and str(missing) in res.output and "Traceback" not in res.output
+
+
+def test_train_refuses_an_unwritable_model_path_before_training(tmp_path, monkeypatch):
+    """The check comes before minutes of training: training itself is never reached."""
+    import sigclass.learn.train as learn_train
+
+    def no_training(*a, **k):
+        raise AssertionError("training started although the model file cannot be written")
+
+    monkeypatch.setattr(learn_train, "train", no_training)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    for target, said in ((tmp_path, "is a directory"), (blocker / "m.joblib", "cannot make the folder")):
+        res = runner.invoke(app, ["train", "--out", str(target)])
+        assert res.exit_code == 2, res.output
+        assert said in res.output and "Traceback" not in res.output

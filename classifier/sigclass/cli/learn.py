@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import Enum
 import hashlib
 import json
+import os
 from pathlib import Path
 import sys
 from typing import Annotated, Optional
@@ -12,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from sigclass.cli.common import app, err, LedgerOpt, load_ledger_or_exit
-from sigclass.errors import ModelError, SigclassError
+from sigclass.errors import InputError, ModelError, SigclassError
 
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", metavar="DIR", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
 NoShippedOpt = Annotated[bool, typer.Option("--no-shipped-corpus", help="Use only the --corpus folders.")]
@@ -55,6 +56,18 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2) from None
 
 
+def _check_writable(target: Path) -> None:
+    """Exit with one line when the model file cannot be written where asked."""
+    if target.is_dir():
+        _fail(InputError(f"{target}: is a directory; name the model file to write, e.g. {target / 'model.joblib'}"))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(InputError(f"{target.parent}: cannot make the folder for the model ({exc.strerror or exc})"))
+    if not os.access(target.parent, os.W_OK):
+        _fail(InputError(f"{target.parent}: not writable; name a model file in a folder you can write"))
+
+
 @app.command()
 def train(
     *,
@@ -75,6 +88,7 @@ def train(
     shipped_target = (artefact.shipped_dir() / artefact.SHIPPED_FILE).resolve()
     if pin and target.resolve() != shipped_target:
         _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))
+    _check_writable(target)  # before minutes of training, not after
     try:
         files = _files(corpus, no_shipped_corpus)
         trained = train_model(files, lg, folds=folds)
