@@ -337,11 +337,17 @@ def _known_family_rate(scanner, root) -> tuple[float, list]:
     return sum(r.got == r.label for r in rows) / len(rows), [r for r in rows if r.got != r.label]
 
 
+def _checkout_corpus():
+    """The corpus of this checkout: the installed package's when it is one (an editable install), else that of
+    the tree the tests run from (scripts/test.sh installs a copy of the package, which carries no corpus)."""
+    return shipped_corpus() or [d for d in (REPO / "corpus" / n for n in ("written", "real")) if d.is_dir()] or None
+
+
 @pytest.mark.skipif(not SHIPPED.exists(), reason="no shipped model in this tree")
 def test_shipped_model_freshness_is_reported(ledger):
     """A stale shipped model still works (ledger changes only warn); say so with the rebuild command."""
     meta, _, _ = artefact.read_header(SHIPPED)
-    corpus = shipped_corpus()
+    corpus = _checkout_corpus()
     stale = []
     if meta["ledger_hash"] != ledger_hash(ledger):
         stale.append("ledger")
@@ -355,7 +361,7 @@ def test_shipped_model_freshness_is_reported(ledger):
 @pytest.fixture(scope="session")
 def corpus_model(ledger):
     """The model trained on the shipped corpus (its training part), once per session (3 folds keep it quick)."""
-    parts = shipped_corpus()
+    parts = _checkout_corpus()
     if not parts:
         pytest.skip("no corpus in this tree")
     trained = train(corpus_files(parts), ledger, folds=3)
