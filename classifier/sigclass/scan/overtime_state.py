@@ -10,7 +10,7 @@ from sigclass.scan.overtime import (
     CROSS_BLOCK_LINES, join_open, LOOK_BACK_BYTES, MAX_EVIDENCE, number, OverTime, QUIET_SECONDS, register, RuleState,
     Seen, touch, Where,
 )
-from sigclass.scan.progress import count_in, lines_in, Recent, TAIL_BYTES
+from sigclass.scan.progress import count_in, Recent, TAIL_BYTES
 from sigclass.scan.stall import StallRules
 from sigclass.text.lines import Line, split_line
 from sigclass.vocab import Method
@@ -33,21 +33,28 @@ class OverTimeState(StallRules):
         self.year = year
         self.shared = shared  # (family, worker) -> [its open finding, time of its latest evidence]
         self.states: dict[tuple[int, str | None], RuleState] = {}
-        self.recent = Recent()
         self.progress_pids = {self.ot.pid_of[(id(r), "progress")] for r in ot.rules if r.kind == "stall"}
+        self.recent = Recent({pid: self.ot.region[pid] for pid in sorted(self.progress_pids)})
         self.live_flagged: dict[str | None, int] = {}  # worker -> its last progress line when reported stalled
 
     # ------------------------------------------------------------------ feeding
     def block_end(self, buf: bytes, lo: int, n: int, last_lineno: int, serial: int) -> None:
         """A block has been read: keep the latest progress lines of its tail, and count the requests
         served after the last load in it."""
-        for pid in self.progress_pids:
-            self.recent.add(pid, lines_in(self.ot.region[pid], buf, max(lo, n - TAIL_BYTES), n, last_lineno))
+        self.recent.tail(buf[max(lo, n - TAIL_BYTES):n], last_lineno)  # read when a ring is asked for
         for rule in self.ot.rules:
             if rule.kind == "rate":
                 st = self.states.get((id(rule), None))
                 if st is not None and st.count_serial == serial:
-                    st.served += count_in(self.ot.region[self.ot.pid_of[(id(rule), "per")]], buf, st.count_from, n)
+                    limit = None
+                    if last_lineno - st.last_load > rule.window:
+                        # any later load is more than `window` lines on and starts a new count: this one only
+                        # decides the end-of-log check, which needs it just up to the ratio's threshold
+                        limit = 0 if st.fired is not None or st.load_count < rule.min_count else \
+                            max(int(st.load_count / rule.ratio - st.served) + 1, 0)
+                    if limit != 0:
+                        st.served += count_in(self.ot.region[self.ot.pid_of[(id(rule), "per")]], buf, st.count_from,
+                                              n, limit)
                     st.count_serial = -1
 
     def hit(self, pids: set[int], ln: Line, lineno: int, iso: Callable[[], str | None], where: Where) -> None:

@@ -31,7 +31,10 @@ def region_rx(src: str) -> Any:
 def lines_in(rx: Any, buf: bytes, start: int, end: int, last_lineno: int) -> list[tuple[int, str]]:
     """(line number, line) of the lines of buf[start:end] the regex matches; last_lineno is the number of
     the last line of the stretch (the one buf[end-1] belongs to)."""
-    text = buf[start:end].decode("utf-8", "replace")
+    return _lines_of(rx, buf[start:end].decode("utf-8", "replace"), last_lineno)
+
+
+def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:
     if not text:
         return []
     total = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -52,9 +55,25 @@ def lines_in(rx: Any, buf: bytes, start: int, end: int, last_lineno: int) -> lis
     return out
 
 
-def count_in(rx: Any, buf: bytes, start: int, end: int) -> int:
-    """How many lines of buf[start:end] the regex matches."""
-    return len(lines_in(rx, buf, start, end, 0)) if end > start else 0
+def count_in(rx: Any, buf: bytes, start: int, end: int, limit: int | None = None) -> int:
+    """How many lines of buf[start:end] the regex matches; with a limit, the count stops there (the
+    answer is then `limit` when at least that many match)."""
+    if end <= start or (limit is not None and limit <= 0):
+        return 0
+    text = buf[start:end].decode("utf-8", "replace")
+    n, prev_a = 0, -1
+    try:
+        for m in rx.finditer(text, timeout=MATCH_TIMEOUT * 4):
+            a = text.rfind("\n", 0, m.start()) + 1
+            if a == prev_a:
+                continue  # another match on the same line
+            prev_a = a
+            n += 1
+            if limit is not None and n >= limit:
+                break
+    except TimeoutError:
+        pass
+    return n
 
 
 class Entry:
@@ -79,18 +98,56 @@ class Entry:
         return self.line.time_override or parse_time(self.line.content, year)
 
 
-class Recent:
-    """The recent progress lines of one source, per pattern id."""
+PENDING_TAILS = 64  # block tails kept unread before the oldest are settled
 
-    def __init__(self) -> None:
-        self.rings: dict[int, list[Entry]] = {}
+
+class Recent:
+    """The recent progress lines of one source, per pattern id.
+
+    Block tails (`tail`) are kept as bytes and read only when a ring is asked for (`flush`), newest
+    first: once the newer tails hold RING lines of a pattern, the older ones cannot reach its ring and
+    are never decoded. The rings are then what reading every tail at once would have made."""
+
+    def __init__(self, regions: dict[int, Any] | None = None) -> None:
+        self._rings: dict[int, list[Entry]] = {}
         self.clock = _time.monotonic
+        self.regions = regions or {}  # pattern id -> its region regex (for the tails)
+        self.pending: list[tuple[bytes, int]] = []  # (tail bytes, number of its last line), oldest first
+
+    def tail(self, data: bytes, last_lineno: int) -> None:
+        """The end of a block, to be read for its progress lines when they are asked for."""
+        if not data or not self.regions:
+            return
+        self.pending.append((data, last_lineno))
+        if len(self.pending) >= PENDING_TAILS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        for pid, rx in self.regions.items():
+            found: list[list[tuple[int, str]]] = []
+            have = 0
+            for data, last in reversed(pending):
+                got = _lines_of(rx, data.decode("utf-8", "replace"), last)
+                found.append(got)
+                have += len(got)
+                if have >= RING:
+                    break  # every line of an older tail lies above these
+            for got in reversed(found):
+                self.add(pid, got)
+
+    @property
+    def rings(self) -> dict[int, list[Entry]]:
+        self.flush()
+        return self._rings
 
     def add(self, pid: int, found: list[tuple[int, str]]) -> None:
         if not found:
             return
         wall = self.clock()
-        ring = self.rings.setdefault(pid, [])
+        ring = self._rings.setdefault(pid, [])
         have = {e.lineno for e in ring}
         new = [Entry(no, text, wall) for no, text in found if no not in have]
         if not new:
