@@ -126,7 +126,7 @@ class OverTimeState(StallRules):
     def _lines_of(self, rule: TimeRule, text: str, worker: str | None) -> list[float]:
         """The values of the rule's pattern on the lines of a stretch of text, of one worker."""
         out = []
-        for m in self.ot.stretch[id(rule)].finditer(text, timeout=MATCH_TIMEOUT):
+        for m in self.ot.stretch[id(rule)].finditer(text, concurrent=False, timeout=MATCH_TIMEOUT):
             a = text.rfind("\n", 0, m.start()) + 1
             b = text.find("\n", m.start())
             ln = split_line(text[a:] if b == -1 else text[a:b])

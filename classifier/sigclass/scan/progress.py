@@ -41,7 +41,7 @@ def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     prev_a, seen_nl = 0, 0  # newlines before prev_a, counted as the matches move down
     try:
-        for m in rx.finditer(text, timeout=MATCH_TIMEOUT * 4):
+        for m in rx.finditer(text, concurrent=False, timeout=MATCH_TIMEOUT * 4):
             a = text.rfind("\n", 0, m.start()) + 1
             if out and a == prev_a:
                 continue
@@ -60,10 +60,27 @@ def count_in(rx: Any, buf: bytes, start: int, end: int, limit: int | None = None
     answer is then `limit` when at least that many match)."""
     if end <= start or (limit is not None and limit <= 0):
         return 0
-    text = buf[start:end].decode("utf-8", "replace")
+    if limit is not None and end - start > COUNT_CHUNK:
+        # read a few lines at a time (cut at line ends): the limit is usually met near the start
+        n, pos, step = 0, start, COUNT_CHUNK
+        while pos < end and n < limit:
+            stop = min(end, pos + step)
+            if stop < end:
+                cut = buf.rfind(b"\n", pos, stop)
+                stop = cut + 1 if cut != -1 else end
+            n += _count_text(rx, buf[pos:stop].decode("utf-8", "replace"), limit - n)
+            pos, step = stop, step * 4
+        return n
+    return _count_text(rx, buf[start:end].decode("utf-8", "replace"), limit)
+
+
+COUNT_CHUNK = 64 << 10
+
+
+def _count_text(rx: Any, text: str, limit: int | None) -> int:
     n, prev_a = 0, -1
     try:
-        for m in rx.finditer(text, timeout=MATCH_TIMEOUT * 4):
+        for m in rx.finditer(text, concurrent=False, timeout=MATCH_TIMEOUT * 4):
             a = text.rfind("\n", 0, m.start()) + 1
             if a == prev_a:
                 continue  # another match on the same line
