@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from sigclass.scan.progress import count_in, lines_in, Recent, region_rx, RING
+from sigclass.scan.progress import count_in, lines_back, lines_in, Recent, region_rx, RING
 
 STEP = region_rx(r"(iteration +[0-9]+/ *[0-9]+ \||global_step[ :=]+[0-9])")
 REQ = region_rx(r"(Added request [^ ]+|got prompt)")
@@ -114,3 +114,16 @@ def test_loads_per_request_at_the_end_of_a_log_decide_as_a_full_count_would(scan
             assert fs[0].family == "tokenizer-reload-per-call" and fs[0].count == 3
     assert not [f for f in scanner.scan_text(_rate_log(0)).findings
                 if f.facts.get("over_time_rule") == "rate loads-per-request"]  # no request served: nothing to rate
+
+
+def test_a_look_back_read_backwards_gives_the_newest_lines_a_full_read_gives():
+    for seed, share in [(11, 0.3), (12, 0.02), (13, 0.0), (14, 0.95)]:
+        data = b"".join(d for d, _ in _blocks(seed, 40, share))  # ~300 kB, numbered from 1
+        for start, end in [(0, len(data)), (1234, len(data)), (0, data.rfind(b"\n", 0, len(data) // 2) + 1)]:
+            end_line = data.count(b"\n", 0, end)
+            full = lines_in(STEP, data, start, end, end_line)
+            for enough in (1, 10, RING, 10 ** 6):
+                got = lines_back(STEP, data, start, end, end_line, enough)
+                assert got[-enough:] == full[-enough:], (seed, share, start, end, enough)
+                assert set(got) <= set(full)
+                assert len(got) >= min(enough, len(full))

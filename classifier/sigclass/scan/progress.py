@@ -34,6 +34,24 @@ def lines_in(rx: Any, buf: bytes, start: int, end: int, last_lineno: int) -> lis
     return _lines_of(rx, buf[start:end].decode("utf-8", "replace"), last_lineno)
 
 
+def lines_back(rx: Any, buf: bytes, start: int, end: int, last_lineno: int, enough: int) -> list[tuple[int, str]]:
+    """What lines_in gives for buf[start:end] (end at a line start) as far as the newest `enough` lines
+    go: the stretch is read backwards in growing chunks cut at line starts, and the chunks above the
+    newest `enough` matching lines are not read (a ring that keeps the newest lines cannot take them)."""
+    out: list[tuple[int, str]] = []
+    stop, step = end, COUNT_CHUNK // 4
+    while stop > start and len(out) < enough:
+        lo = max(start, stop - step)
+        if lo > start:
+            cut = buf.find(b"\n", lo, stop)
+            lo = cut + 1 if cut != -1 and cut + 1 < stop else start
+        text = buf[lo:stop].decode("utf-8", "replace")
+        out = _lines_of(rx, text, last_lineno) + out
+        last_lineno -= text.count("\n") if lo > start else 0
+        stop, step = lo, step * 4
+    return out
+
+
 def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:
     if not text:
         return []

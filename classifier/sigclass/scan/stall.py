@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sigclass.ledger.overtime import TimeRule
 from sigclass.scan.overtime import LOOK_BACK_BYTES, RuleState, Seen, seconds, Where
-from sigclass.scan.progress import Entry, lines_in
+from sigclass.scan.progress import Entry, lines_back, RING
 from sigclass.vocab import Method
 
 
@@ -34,8 +34,8 @@ class StallRules:
 
     def _stall(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:
         pid = self.ot.pid_of[(id(rule), "progress")]
-        self.recent.add(pid, lines_in(self.ot.region[pid], where.buf, max(where.lo, where.ls - LOOK_BACK_BYTES), where.ls,
-                                      seen.lineno - 1))
+        self.recent.add(pid, lines_back(self.ot.region[pid], where.buf, max(where.lo, where.ls - LOOK_BACK_BYTES),
+                                        where.ls, seen.lineno - 1, RING))
         prog = self.recent.of(pid, seen.line.worker, before=seen.lineno)
         if not prog:
             return  # no progress yet: start-up, not a stall
