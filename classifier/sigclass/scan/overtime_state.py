@@ -35,6 +35,7 @@ class OverTimeState(StallRules):
         self.states: dict[tuple[int, str | None], RuleState] = {}
         self.progress_pids = {self.ot.pid_of[(id(r), "progress")] for r in ot.rules if r.kind == "stall"}
         self.recent = Recent({pid: self.ot.region[pid] for pid in sorted(self.progress_pids)})
+        self.looked: dict[int, tuple[int, int]] = {}  # progress pattern -> (block, offset) its look-backs reached
         self.live_flagged: dict[str | None, int] = {}  # worker -> its last progress line when reported stalled
 
     # ------------------------------------------------------------------ feeding

@@ -34,8 +34,14 @@ class StallRules:
 
     def _stall(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:
         pid = self.ot.pid_of[(id(rule), "progress")]
-        self.recent.add(pid, lines_back(self.ot.region[pid], where.buf, max(where.lo, where.ls - LOOK_BACK_BYTES),
-                                        where.ls, seen.lineno - 1, RING))
+        start = max(where.lo, where.ls - LOOK_BACK_BYTES)
+        done = self.looked.get(pid)
+        if done is not None and done[0] == where.serial and done[1] <= where.ls:
+            # this block was read up to an earlier heartbeat: what lies above it is in the ring already, or
+            # lies below RING newer progress lines and cannot enter it
+            start = max(start, done[1])
+        self.recent.add(pid, lines_back(self.ot.region[pid], where.buf, start, where.ls, seen.lineno - 1, RING))
+        self.looked[pid] = (where.serial, where.ls)
         prog = self.recent.of(pid, seen.line.worker, before=seen.lineno)
         if not prog:
             return  # no progress yet: start-up, not a stall
