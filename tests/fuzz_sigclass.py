@@ -158,7 +158,8 @@ def run(seconds: float, batch: int = 20) -> dict:
     def file_target(text: str, kind: str) -> None:
         classify_file(text, kind, folder)
 
-    sigclass.classify("warm up: builds the ledger and the scanner once")
+    # warm up: the ledger, the scanner and the learned model are built once, not timed with the first input
+    sigclass.classify("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: warm up\n")
     t0 = time.monotonic()
     rounds = 0
     while time.monotonic() - t0 < seconds:

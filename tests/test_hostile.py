@@ -291,24 +291,25 @@ def _many_findings(path: Path, findings: int) -> Path:
 
 @pytest.mark.slow
 def test_memory_stays_flat_with_the_number_of_findings(tmp_path: Path):
-    """64 MB -> 189 MB and 1 GB -> 2 GB RSS: every finding was kept until the end, even for text output."""
-    small = _many_findings(tmp_path / "small.log", 2_000)
-    big = _many_findings(tmp_path / "big.log", 60_000)
-    for fmt in ("text", "jsonl", "json"):
-        base, rc0, err0 = peak_mib(["scan", "--signatures", "regex", "-f", fmt, str(small)], timeout=240)
-        grown, rc1, err1 = peak_mib(["scan", "--signatures", "regex", "-f", fmt, str(big)], timeout=240)
+    """64 MB -> 189 MB and 1 GB -> 2 GB RSS: every finding was kept until the end, even for text output.
+    Both logs span several 4 MiB blocks, so what a block costs is in both figures; only retention differs."""
+    small = _many_findings(tmp_path / "small.log", 40_000)
+    big = _many_findings(tmp_path / "big.log", 120_000)
+    for fmt in ("text", "json"):
+        base, rc0, err0 = peak_mib(["scan", "--signatures", "regex", "-f", fmt, str(small)], timeout=300)
+        grown, rc1, err1 = peak_mib(["scan", "--signatures", "regex", "-f", fmt, str(big)], timeout=300)
         assert rc0 == rc1 == 1, (err0, err1)
         assert "timed out" not in err1, err1
-        assert grown - base < 40, f"{fmt}: {base} MiB for 2,000 findings, {grown} MiB for 60,000"
+        assert grown - base < 30, f"{fmt}: {base} MiB for 40,000 findings, {grown} MiB for 120,000"
 
 
 @pytest.mark.slow
 def test_memory_stays_flat_on_a_long_live_pipe(tmp_path: Path):
-    big = _many_findings(tmp_path / "big.log", 60_000).read_bytes()
-    small = big[: len(big) // 30]
+    big = _many_findings(tmp_path / "big.log", 120_000).read_bytes()
+    small = big[: len(big) // 3]
     base = _pipe_peak(small)
     grown = _pipe_peak(big)
-    assert grown - base < 40, f"{base} MiB for the short pipe, {grown} MiB for the long one"
+    assert grown - base < 30, f"{base} MiB for the shorter pipe, {grown} MiB for the one three times as long"
 
 
 def _pipe_peak(data: bytes) -> int:

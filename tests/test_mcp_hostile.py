@@ -58,7 +58,7 @@ async def _session(root: Path, errlog) -> list[str]:
     from mcp.client.stdio import stdio_client
 
     command, args = _command(root)
-    params = StdioServerParameters(command=command, args=args, cwd=str(root))
+    params = StdioServerParameters(command=command, args=args, cwd=str(root), env=dict(os.environ))
     done: list[str] = []
     async with stdio_client(params, errlog=errlog) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=CALL) as session:
