@@ -19,6 +19,7 @@ from typing import BinaryIO, Iterator
 import zlib
 
 from sigclass.errors import InputError
+from sigclass.text.safe import name as _shown
 from sigclass.text.prefixes import jsonl_prefix
 
 BLOCK = 4 << 20  # bytes per block handed to the prefilter
@@ -60,6 +61,7 @@ def _open_raw(path: str) -> BinaryIO:
     if path == "-":
         return os.fdopen(os.dup(0), "rb", buffering=0)
     p = Path(path)
+    path = _shown(path)  # for messages
     try:
         st = p.stat()
     except FileNotFoundError:
@@ -78,39 +80,122 @@ def _open_raw(path: str) -> BinaryIO:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
 
 
+class _ZstdFrames:
+    """Follows the frame and block headers of a zstd stream as its bytes go by (the layout of RFC 8878),
+    so that a stream which stops inside a frame is known to be truncated. Block contents are skipped by
+    length, so the work is per block (at most 128 KiB of output each), not per byte."""
+
+    ZSTD_MAGIC = 0xFD2FB528
+
+    def __init__(self) -> None:
+        self.state = "magic"  # magic | skippable | fhd | fheader | block
+        self.want = 4  # header bytes the state needs
+        self.head = b""
+        self.skip = 0  # content bytes still to pass over
+        self.after_skip = "magic"
+        self.checksum = False
+        self.lost = False  # not a zstd stream: the decompressor reports it
+
+    @property
+    def complete(self) -> bool:
+        """True when the bytes so far end at a frame boundary."""
+        return self.lost or (self.state == "magic" and not self.head and not self.skip)
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n and not self.lost:
+            if self.skip:
+                k = min(self.skip, n - i)
+                self.skip -= k
+                i += k
+                if not self.skip:
+                    self.state, self.want = self.after_skip, 4 if self.after_skip == "magic" else 3
+                continue
+            take = min(self.want - len(self.head), n - i)
+            self.head += data[i:i + take]
+            i += take
+            if len(self.head) == self.want:
+                head, self.head = self.head, b""
+                self._step(head)
+
+    def _step(self, h: bytes) -> None:
+        if self.state == "magic":
+            magic = int.from_bytes(h, "little")
+            if magic == self.ZSTD_MAGIC:
+                self.state, self.want = "fhd", 1
+            elif magic & 0xFFFFFFF0 == 0x184D2A50:
+                self.state, self.want = "skippable", 4
+            else:
+                self.lost = True
+        elif self.state == "skippable":
+            self._skip(int.from_bytes(h, "little"), "magic")
+        elif self.state == "fhd":
+            fhd = h[0]
+            single = (fhd >> 5) & 1
+            self.checksum = bool((fhd >> 2) & 1)
+            rest = (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + ((1 if single else 0), 2, 4, 8)[fhd >> 6]
+            self.state, self.want = ("fheader", rest) if rest else ("block", 3)
+        elif self.state == "fheader":
+            self.state, self.want = "block", 3
+        elif self.state == "block":
+            hdr = int.from_bytes(h, "little")
+            last, kind, size = hdr & 1, (hdr >> 1) & 3, hdr >> 3
+            if kind == 3:
+                self.lost = True
+                return
+            nxt = ("checksum" if self.checksum else "magic") if last else "block"
+            if nxt == "checksum":
+                # the 4-byte checksum is content to pass over as well
+                self._skip((1 if kind == 1 else size) + 4, "magic")
+            else:
+                self._skip(1 if kind == 1 else size, nxt)
+
+    def _skip(self, n: int, then: str) -> None:
+        self.after_skip = then
+        if n:
+            self.skip = n
+        else:
+            self.state, self.want = then, 4 if then == "magic" else 3
+
+
+class _Tee:
+    """A binary reader that shows every byte it reads to a callback."""
+
+    def __init__(self, raw: BinaryIO, see) -> None:
+        self._raw, self._see = raw, see
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        if data:
+            self._see(data)
+        return data
+
+
 class _Zstd(io.RawIOBase):
-    """Streaming zstd that notices a truncated frame (raises EOFError, like gzip)."""
+    """Streaming zstd across frames in bounded memory: each read decompresses at most what it returns
+    (zstandard's stream reader), and a stream that stops inside a frame raises EOFError, like gzip."""
 
     def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
-        self._zstd = zstandard
-        self._raw = raw
-        self._d = zstandard.ZstdDecompressor().decompressobj()
-        self._buf = b""
-        self._fed = False
+        self._frames = _ZstdFrames()
+        self._reader = zstandard.ZstdDecompressor().stream_reader(
+            _Tee(raw, self._frames.feed), read_size=1 << 17, read_across_frames=True, closefd=False)
 
     def readable(self) -> bool:
         return True
 
     def read1(self, n: int = -1) -> bytes:
-        n = n if n and n > 0 else BLOCK
-        while not self._buf:
-            chunk = self._raw.read(1 << 20)
-            if not chunk:
-                if self._fed and not self._d.eof:
-                    raise EOFError("zstd frame is truncated")
-                return b""
-            while chunk:
-                if self._d.eof:  # next frame of a multi-frame file
-                    self._d = self._zstd.ZstdDecompressor().decompressobj()
-                self._fed = True
-                self._buf += self._d.decompress(chunk)
-                chunk = self._d.unused_data if self._d.eof else b""
-        out, self._buf = self._buf[:n], self._buf[n:]
+        out = self._reader.read(n if n and n > 0 else 1 << 16)
+        if not out and not self._frames.complete:
+            raise EOFError("zstd frame is truncated")
         return out
 
     read = read1
+
+    def close(self) -> None:
+        self._reader.close()
+        super().close()
 
 
 class _Owning(io.RawIOBase):
@@ -159,6 +244,30 @@ def open_source(path: str) -> BinaryIO:
     return raw
 
 
+def decompressed_over(path: str, limit: int) -> bool:
+    """True when a compressed file holds more than `limit` bytes once decompressed. Reads at most limit + 1
+    bytes of output, in bounded memory; a plain file, or one that cannot be decompressed, is False (the
+    scan reports what is wrong with it)."""
+    try:
+        stream = open_source(path)
+    except InputError:
+        return False
+    try:
+        if isinstance(stream, io.FileIO):
+            return False
+        total = 0
+        while total <= limit:
+            piece = stream.read1(min(1 << 20, limit + 1 - total))
+            if not piece:
+                return False
+            total += len(piece)
+        return True
+    except Exception:  # noqa: BLE001 - a broken stream is the scan's to report
+        return False
+    finally:
+        stream.close()
+
+
 _NOT_CONTROL = bytes(range(32, 256)) + bytes((9, 10, 12, 13, 27))
 
 
@@ -181,8 +290,29 @@ def _is_pipe(stream: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
+def _regular_size(stream: BinaryIO) -> int | None:
+    """The size of a plain regular file being read (None for pipes, devices and decompressed streams)."""
+    if not isinstance(stream, io.FileIO):
+        return None
+    try:
+        st = os.fstat(stream.fileno())
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _check_shrink(stream: BinaryIO, state: SourceState, size0: int | None) -> None:
+    """Say so when a plain file ended before the size it had when it was opened (it was cut while read)."""
+    if size0 is None or state.bytes_read >= size0:
+        return
+    now = _regular_size(stream)
+    state.problems.append(f"{state.name}: the file shrank while it was read ({size0} bytes when opened, "
+                          f"{state.bytes_read if now is None else now} now); findings after the cut are missing")
+
+
 def _raw_reads(stream: BinaryIO, state: SourceState, live: bool) -> Iterator[bytes | Idle]:
     fd = stream.fileno() if live else -1
+    size0 = None if live else _regular_size(stream)
     while True:
         if live:
             ready, _, _ = select.select([fd], [], [], IDLE_SECONDS)
@@ -205,6 +335,7 @@ def _raw_reads(stream: BinaryIO, state: SourceState, live: bool) -> Iterator[byt
                 state.problems.append(f"{state.name}: {fault}")
                 return
         if not data:
+            _check_shrink(stream, state, size0)
             return
         state.bytes_read += len(data)
         yield data
@@ -231,8 +362,8 @@ def _read_block(stream: BinaryIO) -> tuple[bytes, str | None]:
         return b"".join(parts), "compressed stream is truncated; findings before the cut are kept"
     except (OSError, zlib.error) as exc:
         return b"".join(parts), f"read failed ({exc or type(exc).__name__}); findings before it are kept"
-    except Exception as exc:  # zstandard.ZstdError and friends
-        return b"".join(parts), f"cannot decompress ({exc}); findings before it are kept"
+    except Exception as exc:  # zstandard.ZstdError, MemoryError and friends
+        return b"".join(parts), f"cannot decompress ({exc or type(exc).__name__}); findings before it are kept"
     return b"".join(parts), None
 
 
@@ -372,7 +503,9 @@ _UNIT_KEYS = ("shard", "unit")
 
 
 def _clean_field(v: object) -> str:
-    return str(v).replace(";", ",").replace("]", ")")[:80] if v is not None else ""
+    if v is None:
+        return ""
+    return " ".join(str(v).replace(";", ",").replace("]", ")").splitlines())[:80]  # one line, always
 
 
 def _json_time(v: object) -> str:
@@ -423,7 +556,7 @@ def _jsonl_blocks(source: Iterator[Span | Idle]) -> Iterator[Span | Idle]:
             pre = jsonl_prefix(_clean_field(w), _clean_field(u), t, lineno)
             proc = rec.get("process")
             if isinstance(proc, str) and "pid=" in proc:
-                pre += f"({_clean_field(proc)}) ".encode()
+                pre += f"({_clean_field(proc)}) ".encode("utf-8", "replace")
             for part in msg.rstrip("\n").split("\n"):
                 out.append(pre + part.encode("utf-8", "replace"))
         if out:

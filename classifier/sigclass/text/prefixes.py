@@ -30,7 +30,9 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("mpi", r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
     # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
     # `(VllmWorker rank=2 pid=5640)`; the census counts a name directly followed by the pid, or a bare pid
-    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*)(?:[ ,]+[A-Za-z_]\w*=[\w.:-]+(?<!pid=\d))*?[ ,]+pid=(?P<w>\d+)"
+    # (the key=value pairs before the pid, none of them a pid, are possessive: a line that is not a prefix fails
+    # in time linear in its length)
+    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*+)(?:[ ,]++(?!pid=)[A-Za-z_]\w*+=[\w.:-]++)*+[ ,]++pid=(?P<w>\d+)"
                   r"(?:, ip=[\d.:a-f]+)?\) ",
            r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
@@ -118,4 +120,4 @@ CENSUS, CENSUS_GROUPS = _census()
 
 def jsonl_prefix(worker: str, unit: str, time: str, line: int) -> bytes:
     """The prefix the JSON-lines adapter puts before a record's message (parsed back by `LINE_PREFIXES`)."""
-    return f"[sc:w={worker};u={unit};t={time};l={line}]:".encode()
+    return f"[sc:w={worker};u={unit};t={time};l={line}]:".encode("utf-8", "replace")
