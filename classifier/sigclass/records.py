@@ -96,24 +96,62 @@ class Finding:
 FINDING_KEYS = json_keys(Finding)
 
 
+MAX_LINES_KEPT = 1000  # line numbers a folded finding keeps (its count goes on counting)
+MAX_EVIDENCE_CHARS = 4096  # per evidence line, in a finding a writer keeps until the end
+
+
+class Folder:
+    """`fold`, one finding at a time, in memory bounded per fingerprint: a folded finding keeps its first
+    MAX_LINES_KEPT line numbers. With copy=True (a writer's), the first of each kind is kept as a copy without
+    its failure block and with evidence lines cut at MAX_EVIDENCE_CHARS, so that the scanner's own finding
+    is left as it is; what the source's verdict settles later (role, status, root, caveats, facts) is read
+    from that finding when the folded ones are asked for."""
+
+    def __init__(self, *, copy: bool = False) -> None:
+        self.seen: dict[tuple[str, str, str], tuple[Finding, Finding]] = {}
+        self.copy = copy
+
+    def add(self, f: Finding) -> bool:
+        """Fold `f` in; True when it is the first of its kind (source, family, fingerprint)."""
+        key = (f.source, f.family, f.fingerprint)
+        got = self.seen.get(key)
+        if got is None:
+            first = f
+            if self.copy:
+                import copy
+
+                first = copy.copy(f)
+                first.block = []
+                first.evidence = [e[:MAX_EVIDENCE_CHARS] for e in f.evidence]
+            first.lines = (list(f.lines) or [f.line])[:MAX_LINES_KEPT]
+            first.workers = f.all_workers()
+            self.seen[key] = (first, f)
+            return True
+        first = got[0]
+        first.count += f.count
+        room = MAX_LINES_KEPT - len(first.lines)
+        if room > 0:
+            first.lines.extend((f.lines or [f.line])[:room])
+        first.workers.extend(w for w in f.all_workers() if w not in first.workers)
+        first.end_line = max(first.end_line, f.end_line)
+        return False
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for first, original in self.seen.values():
+            if first is not original:
+                first.role, first.status, first.root = original.role, original.status, original.root
+                first.caveats, first.facts = list(original.caveats), dict(original.facts)
+            out.append(first)
+        return out
+
+
 def fold(findings: list[Finding]) -> list[Finding]:
     """Fold repeats of one fingerprint in one source into one finding with a count."""
-    out: list[Finding] = []
-    seen: dict[tuple[str, str, str], Finding] = {}
+    folder = Folder()
     for f in findings:
-        key = (f.source, f.family, f.fingerprint)
-        first = seen.get(key)
-        if first is None:
-            f.lines = list(f.lines) or [f.line]
-            f.workers = f.all_workers()
-            seen[key] = f
-            out.append(f)
-        else:
-            first.count += f.count
-            first.lines.extend(f.lines or [f.line])
-            first.workers.extend(w for w in f.all_workers() if w not in first.workers)
-            first.end_line = max(first.end_line, f.end_line)
-    return out
+        folder.add(f)
+    return folder.findings()
 
 
 # --------------------------------------------------------------------------- one verdict per log

@@ -102,7 +102,8 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
             if p not in problems:
                 err(p)
                 problems.append(p)
-        if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p) for p in res.problems):
+        if any(("binary" in p or "truncated" in p or "read failed" in p or "decompress" in p or "shrank" in p)
+               for p in res.problems):
             input_error = True
         found = (found or any(f.status != Status.RECOVERED for f in res.findings)  # recovered: progress went on
                  or (res.verdict is not None and res.verdict.cause is not None))

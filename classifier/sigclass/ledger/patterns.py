@@ -121,3 +121,23 @@ def compile_pattern(src: str, where: str, errs: Collector, *, fact: str | None =
         return None
     cache.new.add(key)
     return rx
+
+
+SLOW, STARVED = "slow", "starved"
+
+
+def within_limit(fn, limit: float):
+    """fn() (a regex search given `timeout=limit`), or SLOW when the search itself spent the limit on this
+    thread's CPU. The regex timeout is wall-clock time, which a pause of the whole process (garbage
+    collection, swapping, a busy machine) can use up: such a timeout earns another try, and after four
+    the answer is STARVED (no verdict on the pattern)."""
+    import time
+
+    for _ in range(4):
+        t0 = time.thread_time()
+        try:
+            return fn()
+        except TimeoutError:
+            if time.thread_time() - t0 >= limit * 0.8:
+                return SLOW
+    return STARVED

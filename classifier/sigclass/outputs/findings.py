@@ -9,7 +9,8 @@ from typing import Any, IO
 from sigclass.outputs.colour import Paint, wanted
 from sigclass.outputs.prose import clip_evidence, terms, wrap
 from sigclass.problems import to_dicts
-from sigclass.records import Finding, Verdict
+from sigclass.records import Finding, Folder, Verdict
+from sigclass.text.safe import visible
 from sigclass.vocab import CauseBasis, ColourMode, Method, Role, Status, UNKNOWN
 
 
@@ -32,20 +33,20 @@ def finding_text(f: Finding, paint: Paint) -> str:
     if f.method == Method.LEARNED:
         head.append(paint(f"[learned p={f.confidence:.2f}]", "36"))
     if f.worker:
-        head.append(f"worker {f.worker}")
+        head.append(f"worker {visible(f.worker)}")
     if f.time:
         head.append(f.time)
     out = ["  ".join(head)]
     if f.role == Role.SECONDARY and f.root:
         # a cascade victim: what it printed and whose victim it is; the advice is the root's
-        out.append(paint(f"  > {clip_evidence(f.evidence[-1])}", "2") if f.evidence else "")
+        out.append(paint(f"  > {clip_evidence(visible(f.evidence[-1]))}", "2") if f.evidence else "")
         out.append(f"  follows {f.root['family']} at {f.root['source']}:{f.root['line']}")
         return "\n".join(x for x in out if x)
     if f.family != UNKNOWN:
         out.append(f"  {f.title}")
     keep = [*terms(f.probes), *f.facts.values()]
     for ev in f.evidence[:3]:
-        out.append(paint(f"  > {clip_evidence(ev, keep)}", "2"))
+        out.append(paint(f"  > {clip_evidence(visible(ev), keep)}", "2"))
     # the ledger's prose is whole, wrapped between words
     if f.mitigation:
         out.extend(wrap(f.mitigation, "  ", "do: "))
@@ -97,8 +98,8 @@ class Writer:
         self.fmt = fmt
         self.stream = stream or sys.stdout
         self.paint = Paint(use_colour(self.stream, colour) and fmt == "text")
-        self.seen: dict[tuple[str, str, str], Finding] = {}
-        self.all: list[Finding] = []
+        # one folded finding per kind, not every finding: memory does not grow with the number of findings
+        self.folder = Folder(copy=True)
         self.verdicts: list[Verdict] = []
         self.hold = False  # text: hold a source's findings until its verdict
         self.held: list[Finding] = []
@@ -112,15 +113,11 @@ class Writer:
         self.stream.flush()
 
     def finding(self, f: Finding) -> None:
-        self.all.append(f)
         if self.fmt == "jsonl":
             self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
             return
-        key = (f.source, f.family, f.fingerprint)
-        first = self.seen.get(key)
-        if first is not None:
+        if not self.folder.add(f):
             return
-        self.seen[key] = f
         if self.fmt == "text":
             if self.hold:
                 self.held.append(f)
@@ -143,20 +140,17 @@ class Writer:
             self.held = []
 
     def close(self, problems: list[str], summary: dict[str, Any] | None = None) -> None:
-        from sigclass.records import fold
-
+        folded = self.folder.findings()
         if self.fmt == "json":
-            folded = fold([_copy(f) for f in self.all])
             doc = {"verdicts": [v.to_dict() for v in self.verdicts], "findings": [f.to_dict() for f in folded],
                    "problems": to_dicts(problems)}
             if summary:
                 doc["summary"] = summary
             self._write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
         elif self.fmt == "text":
-            folded = fold([_copy(f) for f in self.all])
             reps = [f for f in folded if f.count > 1]
             for f in reps:
-                lines = ", ".join(str(x) for x in f.lines[:12]) + (" ..." if len(f.lines) > 12 else "")
+                lines = ", ".join(str(x) for x in f.lines[:12]) + (" ..." if f.count > 12 else "")
                 self._write(f"{f.source}: {f.family} repeated ×{f.count}{on_workers(f.workers)} (lines {lines})\n")
             for f in folded:
                 if f.status == Status.RECOVERED:
@@ -177,11 +171,3 @@ def on_workers(workers: list[str], most: int = 12) -> str:
     noun = "rank" if all(w.isdigit() for w in workers) else "worker"
     names = ", ".join(workers[:most]) + (f" and {len(workers) - most} more" if len(workers) > most else "")
     return f" on {noun}{'s' if len(workers) != 1 else ''} {names}"
-
-
-def _copy(f: Finding) -> Finding:
-    import copy
-
-    g = copy.copy(f)
-    g.lines = list(f.lines)
-    return g

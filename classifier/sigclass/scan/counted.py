@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sigclass.records import MAX_LINES_KEPT
 from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
@@ -78,7 +79,8 @@ class CountedEvidence:
             key = (fam, ln.worker) if family_wide else (fam, ln.worker, pid)
         if done is not None:
             done.count += 1
-            done.lines.append(lineno)
+            if len(done.lines) < MAX_LINES_KEPT:
+                done.lines.append(lineno)
             done.end_line = lineno
             self.counted_last[id(done)] = self._cur_time()
             touch(self.family_open, done, self.counted_last[id(done)])

@@ -21,7 +21,7 @@ import warnings
 import regex
 
 from sigclass.folders import cache_dir
-from sigclass.ledger.patterns import BLOCK_MATCH_TIMEOUT
+from sigclass.ledger.patterns import BLOCK_MATCH_TIMEOUT, SLOW, within_limit
 from sigclass.scan.tails import trim_tail
 
 CACHE_KEEP = 16  # compiled databases kept in the cache folder
@@ -99,22 +99,29 @@ class _SlowPatterns:
                 warnings.warn(f"{label}: pattern does not compile and is skipped: {exc}", stacklevel=2)
         self.disabled: set[int] = set()
 
+    @staticmethod
+    def _run(rx, pid: int, buf: bytes, out: dict[int, set[int]]) -> bool:
+        """All matches of one pattern in buf into out; False when the pattern itself is too slow."""
+        def once() -> None:
+            for m in rx.finditer(buf, timeout=BLOCK_MATCH_TIMEOUT):
+                out[_line_start(buf, m.start())].add(pid)
+                if m.end() == m.start():
+                    break
+
+        return within_limit(once, BLOCK_MATCH_TIMEOUT) is not SLOW
+
     def scan_into(self, buf: bytes, out: dict[int, set[int]]) -> None:
         for pid, rx, label in self.items:
             if pid in self.disabled:
                 continue
-            try:
-                for m in rx.finditer(buf, timeout=BLOCK_MATCH_TIMEOUT):
-                    out[_line_start(buf, m.start())].add(pid)
-                    if m.end() == m.start():
-                        break
-            except TimeoutError:
-                self.disabled.add(pid)
-                warnings.warn(
-                    f"{label}: pattern took over {BLOCK_MATCH_TIMEOUT}s on one block and is switched off for this scan; "
-                    "rewrite it without nested repetition",
-                    stacklevel=2,
-                )
+            if self._run(rx, pid, buf, out):
+                continue
+            self.disabled.add(pid)
+            warnings.warn(
+                f"{label}: pattern took over {BLOCK_MATCH_TIMEOUT}s on one block and is switched off for this scan; "
+                "rewrite it without nested repetition",
+                stacklevel=2,
+            )
 
 
 _PID_BITS = 21  # pattern ids (ledger ids, and the built-in triggers at 1 << 20) fit in this many bits

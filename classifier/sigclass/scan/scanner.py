@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 import warnings
 
 from sigclass.ledger.pack import Ledger
-from sigclass.ledger.patterns import MATCH_TIMEOUT
+from sigclass.ledger.patterns import MATCH_TIMEOUT, SLOW, STARVED, within_limit
 from sigclass.ledger.signature import Signature
 from sigclass.records import Finding
 from sigclass.scan import prefilter
@@ -28,6 +28,7 @@ from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
 from sigclass.scan.triggers import G_BASE, GENERIC
 from sigclass.scan.attribution import decide
+from sigclass.text import safe
 from sigclass.vocab import SignatureMode
 
 
@@ -35,7 +36,7 @@ _NO_RULES: tuple = ()
 
 
 class _PatternGuard:
-    """Runs ledger regexes with a time limit; a pattern that times out is switched off and named."""
+    """Runs ledger regexes with a time limit; a pattern that spends it on the CPU is switched off and named."""
 
     def __init__(self) -> None:
         self.disabled: set[int] = set()
@@ -44,17 +45,30 @@ class _PatternGuard:
     def search(self, pat, text: str):
         if pat.index in self.disabled:
             return None
-        try:
+        try:  # the common case, untimed
             # concurrent=False: the regex module otherwise releases the GIL around every match, and with a
             # timeout that costs ~70 us a line (~2 us without): one line is too short to share the interpreter
             return pat.compiled.search(text, timeout=MATCH_TIMEOUT, concurrent=False)
         except TimeoutError:
-            self.disabled.add(pat.index)
-            msg = (f"{pat.location}: signature {pat.family} pattern timed out after {MATCH_TIMEOUT}s and is "
-                   "switched off for this run; rewrite it without nested repetition")
-            self.messages.append(msg)
-            warnings.warn(msg, stacklevel=2)
-            return None
+            pass
+        # the timeout is wall-clock time: only a pattern that spent it on this thread's CPU is switched off
+        got = within_limit(lambda: pat.compiled.search(text, timeout=MATCH_TIMEOUT, concurrent=False), MATCH_TIMEOUT)
+        if got is STARVED:
+            return None  # never got the CPU to finish: no match on this line, no verdict on the pattern
+        if got is not SLOW:
+            return got
+        self.disabled.add(pat.index)
+        msg = (f"{pat.location}: signature {pat.family} pattern timed out after {MATCH_TIMEOUT}s and is "
+               "switched off for this run; rewrite it without nested repetition")
+        self.messages.append(msg)
+        warnings.warn(msg, stacklevel=2)
+        return None
+
+    @staticmethod
+    def search_value(rx, text: str):
+        """A ledger `require`/`prefer` regex on a fact value (text from the log), under the same limit."""
+        got = within_limit(lambda: rx.search(text, timeout=MATCH_TIMEOUT, concurrent=False), MATCH_TIMEOUT)
+        return None if got is SLOW or got is STARVED else got
 
 
 class Scanner:
@@ -98,7 +112,7 @@ class Scanner:
     def scan(self, path: str, *, display: str | None = None, on_finding: Callable[[Finding], None] | None = None,
              live: bool | None = None) -> ScanResult:
         """Scan one source ('-' is stdin). Raises InputError when it cannot be opened."""
-        state = SourceState(display or ("<stdin>" if path == "-" else path))
+        state = SourceState(display or ("<stdin>" if path == "-" else safe.name(path)))
         run = ScanState(self, state, on_finding)
         for item, hits in self._prefetched(path, state, live):
             if item is IDLE:
@@ -183,12 +197,13 @@ class Scanner:
             ok = True
             for name, rx in sig.require:
                 v = facts(name)
-                if v is None or not rx.search(v):
+                if v is None or not self.guard.search_value(rx, v):
                     ok = False
                     break
             if not ok:
                 continue
-            prefer = sum(1 for name, rx in sig.prefer if (v := facts(name)) is not None and rx.search(v))
+            prefer = sum(1 for name, rx in sig.prefer
+                         if (v := facts(name)) is not None and self.guard.search_value(rx, v))
             key = (sig.priority, prefer, len(ev))
             if best_key is None or key > best_key:
                 best, best_key = (sig, ev, 1.0), key

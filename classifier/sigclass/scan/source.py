@@ -8,7 +8,7 @@ import time as _time
 
 from sigclass.ledger.context import fact_info
 from sigclass.ledger.signature import Signature
-from sigclass.records import Finding
+from sigclass.records import Finding, MAX_LINES_KEPT
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
 
 
+KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept whole for the source's verdict
+
+
 class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     """The state of one source being scanned."""
 
@@ -39,8 +42,15 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.on_finding = on_finding
         self.lineno = 0  # lines fully consumed so far
         self.open: dict[Stream | None, OpenBlock] = {}
+        # the findings kept for the source's verdict and the result: the first KEEP_PER_KIND of each kind (worker,
+        # family, fingerprint); later ones are folded into the last kept (count, lines), so memory does not grow
+        # with repeats however long the source (`on_finding` still sees every one)
         self.findings: list[Finding] = []
-        self.roots: list[Finding] = []
+        self.kinds: dict[tuple, tuple[int, Finding]] = {}
+        # the latest root fault per worker (None: a root no worker owns) with its order, for attribution
+        self.roots: dict[str | None, tuple[int, Finding]] = {}
+        self.last_root: Finding | None = None
+        self.root_seq = 0
         self.markers: list[Marker] = []
         self.kv: dict[str, str] = {}
         self.facts: dict[str, dict[str, str]] = {}  # complete only after resolve_facts()
@@ -401,12 +411,29 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         while self.pending and (floor is None or self.pending[0].line < floor):
             self._publish(self.pending.pop(0))
 
+    def _keep(self, f: Finding) -> None:
+        kind = (f.worker, f.family, f.fingerprint)
+        n, last = self.kinds.get(kind, (0, f))
+        if n < KEEP_PER_KIND:
+            self.findings.append(f)
+            self.kinds[kind] = (n + 1, f)
+            return
+        last.count += f.count
+        room = MAX_LINES_KEPT - len(last.lines)
+        if room > 0:
+            last.lines.extend(f.lines[:room])
+        last.end_line = max(last.end_line, f.end_line)
+
     def _publish(self, f: Finding) -> None:
         recurrence(self.recurring, f)
         if f.family_role == Role.SECONDARY:
-            # the latest root of the same worker; else, as in a distributed job, the latest root in the source
-            root = next((r for r in reversed(self.roots) if r.worker == f.worker or r.worker is None or f.worker is None),
-                        self.roots[-1] if self.roots else None)
+            # the latest root of the same worker (or of no worker); else, as in a distributed job, the latest root
+            if f.worker is None:
+                root = self.last_root
+            else:
+                mine, nobody = self.roots.get(f.worker), self.roots.get(None)
+                best = max((x for x in (mine, nobody) if x is not None), key=lambda x: x[0], default=None)
+                root = best[1] if best is not None else self.last_root
             if root is not None:
                 f.role = Role.SECONDARY
                 f.root = root.pointer()
@@ -414,8 +441,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 f.role = Role.ROOT
         else:
             f.role = Role.ROOT
-            self.roots.append(f)
+            self.root_seq += 1
+            self.roots[f.worker] = (self.root_seq, f)
+            self.last_root = f
         f.lines = [f.line] if not f.lines else f.lines
-        self.findings.append(f)
+        self._keep(f)
         if self.on_finding is not None:
             self.on_finding(f)

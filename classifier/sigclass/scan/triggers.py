@@ -57,12 +57,13 @@ CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling
 CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
 MARKER = re.compile(
-    r"(?:\[\s*)?[Ss]hard[ =_-]?(?P<unit>\d+)\]?\s*[:\]]?\s*(?:[-:|]\s*)?(?:status=)?(?P<verb>[A-Za-z]+)"
+    r"(?:\[\s*+)?[Ss]hard[ =_-]?(?P<unit>\d++)\]?\s*+[:\]]?\s*+(?:[-:|]\s*+)?(?:status=)?(?P<verb>[A-Za-z]++)"
 )
 
 
 # the verb first: `Starting shard_3 (1024 prompts)`
-MARKER_PRE = re.compile(r"(?P<verb>[A-Za-z][a-z]+)\s+\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
+# (a verb starts a word, so that a search tries each word once; repeats are possessive: linear in the line)
+MARKER_PRE = re.compile(r"(?<![a-z])(?P<verb>[A-Za-z][a-z]++)\s++\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
 
 START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
 

@@ -14,7 +14,11 @@ import re
 
 from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RAY_WORKER_NAME, Stream
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# Every pattern on log text takes time linear in the line (lines are kept up to 64 KiB): possessive repeats
+# (`*+`, `++`) where backtracking could only retry the same characters, and no two repeats next to each other
+# that can eat the same characters. tests/fuzz_sigclass.py looks for inputs that break this.
+# An OSC title ends at BEL or ST (ESC \); stopping at the next ESC keeps an unterminated one linear.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\x1b]*+(?:\x07|\x1b\\)")
 
 
 def _by_first_char(table):
