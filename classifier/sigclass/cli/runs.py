@@ -19,6 +19,7 @@ import typer
 from sigclass.cli.common import (app, append_history, ColorOpt, err, LedgerOpt, ModelOpt, scan_config, Sigs,
                                   UnitPatternOpt, WorkerPatternOpt)
 from sigclass.errors import SigclassError
+from sigclass.text.safe import visible
 from sigclass.vocab import ColourMode
 
 PROGRESS_MIN_SOURCES = 200  # a bar only for batches at least this long, and only on a terminal
@@ -120,7 +121,7 @@ def runs(
                     kept.append(run)
                     continue
                 for line in (text.run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
-                    write(line)
+                    write(visible(line) if fmt_v == "text" else line)
                 if fmt_v == "jsonl" and not run.readable:
                     for prob in run.problems:
                         err(f"{run.run}: {prob}")
@@ -129,7 +130,7 @@ def runs(
             if fmt_v == "text":
                 for run in batch.runs:
                     for line in text.run(run):
-                        write(line)
+                        write(visible(line))
             elif fmt_v == "jsonl":
                 for r in batch.runs:
                     write(json.dumps(r.to_dict(), ensure_ascii=False))

@@ -20,6 +20,7 @@ from sigclass.runs.layouts import file_stem, Identity, norm_id
 from sigclass.runs.sources import MAX_EVIDENCE, ROOT_CAUSE_WINDOW, SourceScan
 from sigclass.runs.summary import headline, natural
 from sigclass.scan.blocks import Marker
+from sigclass.text import safe
 from sigclass.text.lines import fingerprint as _fingerprint
 from sigclass.vocab import MarkerKind, Role, Status, UnitStatus, UNKNOWN
 from sigclass.text.prefixes import Stream
@@ -269,7 +270,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     units.sort(key=lambda u: (natural(u.unit), str(u.worker)))
     noun = _noun(plan, scans, units)
     workers = len({u.worker for u in units if u.worker is not None})
-    run = Run(plan.name, plan.path, units, roots, systematic, problems, "", readable, noun, workers,
+    run = Run(plan.name, safe.name(plan.path), units, roots, systematic, problems, "", readable, noun, workers,
               [f"{f.family}: {f.evidence[-1] if f.evidence else ''} ({f.source}:{f.line})" for f in launcher
                if f.family_role != Role.SECONDARY])
     run.summary = headline(run)

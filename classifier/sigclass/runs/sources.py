@@ -17,6 +17,7 @@ from sigclass.runs.borrow import conditional
 from sigclass.runs.discover import file_kind, os_reason
 from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
 from sigclass.scan.blocks import Marker
+from sigclass.text import safe
 from sigclass.text.prefixes import CENSUS, CENSUS_GROUPS, NOT_A_WORKER
 from sigclass.vocab import SignatureMode
 
@@ -24,7 +25,7 @@ from sigclass.vocab import SignatureMode
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
 _ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
 
-_ROOT_CAUSE_RANK = re.compile(rb"\n\s*rank\s*:\s*(\d+)")
+_ROOT_CAUSE_RANK = re.compile(rb"\n[ \t]*+rank[ \t]*+:[ \t]*+(\d+)")  # a field line of the summary (linear)
 
 ROOT_CAUSE_WINDOW = (40, 15)  # launcher findings this many lines before / after the summary belong to its rank
 
@@ -92,10 +93,11 @@ def scanner_for(cfg: ScanConfig):
 def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> SourceScan:
     """Scan one log source of a run. Never raises for a bad input: what went wrong is a problem."""
     unit_rx, worker_rx = layout.compiled()
+    path = os.path.join(run_path, rel)
+    rel = safe.name(rel)  # from here on, the name as it is shown (the file is opened by `path`)
     ident = identify(rel, unit_rx, worker_rx)
     jsonl = is_jsonl(rel)
     out = SourceScan(rel, ident, jsonl, [], [], None, [], [])
-    path = os.path.join(run_path, rel)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -116,7 +118,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
         msg = str(exc)
         if "no such file" in msg:
             msg = f"{rel}: vanished before it could be read; skipped"
-        out.problems.append(msg.replace(path, rel))
+        out.problems.append(msg.replace(safe.name(path), rel))
         return out
     except MemoryError:
         out.problems.append(f"{rel}: out of memory while scanning; skipped")

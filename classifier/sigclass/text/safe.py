@@ -9,6 +9,9 @@ UTF-8 and still says exactly which file is meant.
 
 from __future__ import annotations
 
+import re
+
+_SGR = re.compile(r"(\x1b\[[0-9;]*+m)")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
 
@@ -32,7 +35,10 @@ def name(text: str) -> str:
 
 
 def visible(text: str) -> str:
-    """Log text for a terminal or a page: control and format characters escaped, backslashes kept."""
+    """Log text for a terminal or a page: control and format characters escaped, backslashes kept. The colour
+    codes sigclass itself paints with (SGR, `ESC [ ... m`) are kept: log text reaches here without them."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else _escape(ch, False) for ch in text)
+    parts = _SGR.split(text)
+    return "".join(p if i % 2 else "".join(ch if ch.isprintable() else _escape(ch, False) for ch in p)
+                   for i, p in enumerate(parts))

@@ -12,18 +12,22 @@ import html
 import re
 from typing import Any, TYPE_CHECKING
 
+from sigclass.text.safe import visible
+
 if TYPE_CHECKING:
     import jinja2
 
     from sigclass.outputs.report.geometry import Layout
 
 
+
 ID_BAD = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def esc(value: Any) -> str:
-    """Escape text for HTML element content or a double-quoted attribute."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escape text for HTML element content or a double-quoted attribute; control and bidi characters
+    (U+202E would reorder what the page shows) are written out as visible escapes."""
+    return html.escape(visible("" if value is None else str(value)), quote=True)
 
 
 def slug(value: Any) -> str:
