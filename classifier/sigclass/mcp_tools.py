@@ -18,6 +18,7 @@ from typing import Any, Callable
 from sigclass import api
 from sigclass.errors import InputError
 from sigclass.outputs import schemas
+from sigclass.scan.reader import decompressed_over
 
 
 DEFAULT_MAX_BYTES = 64 << 20  # a log file, and each log file of a run directory
@@ -284,6 +285,9 @@ class Tools:
         if st.st_size > c.max_bytes:
             raise InputError(f"{raw}: the file is {_mib(st.st_size)}, over the limit of {_mib(c.max_bytes)} "
                              "(--max-bytes); classify its tail as text, or raise the limit")
+        if decompressed_over(str(real), c.max_bytes):
+            raise InputError(f"{raw}: decompressed, the file is over the limit of {_mib(c.max_bytes)} "
+                             "(--max-bytes); classify its tail as text, or raise the limit")
         return api.classify(real, ledger=c.ledger, signatures=c.signatures).to_dict()
 
     def analyze_run(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -306,6 +310,7 @@ class Tools:
         never walked and a huge file is never read.
         """
         from sigclass.runs.layouts import is_source
+        from sigclass.text.safe import name
 
         seen: set[tuple[int, int]] = set()
         stack = [top]
@@ -332,7 +337,7 @@ class Tools:
                 rel = os.path.relpath(e.path, top)
                 if e.is_symlink():
                     if not self.jail.inside(os.path.realpath(e.path)):
-                        raise PathRefused(f"{raw}: refused, {rel} is a symbolic link out of the allowed roots "
+                        raise PathRefused(f"{raw}: refused, {name(rel)} is a symbolic link out of the allowed roots "
                                           f"({self.jail.describe()})")
                 try:
                     est = os.stat(e.path)
@@ -340,9 +345,14 @@ class Tools:
                     continue  # dangling link or vanished: reported by the analysis
                 if stat.S_ISDIR(est.st_mode):
                     stack.append(Path(e.path))
-                elif stat.S_ISREG(est.st_mode) and is_source(e.name) and est.st_size > self.config.max_bytes:
-                    raise InputError(f"{raw}: {rel} is {_mib(est.st_size)}, over the limit of "
-                                     f"{_mib(self.config.max_bytes)} per file (--max-bytes)")
+                elif stat.S_ISREG(est.st_mode) and is_source(e.name):
+                    limit = self.config.max_bytes
+                    if est.st_size > limit:
+                        raise InputError(f"{raw}: {name(rel)} is {_mib(est.st_size)}, over the limit of "
+                                         f"{_mib(limit)} per file (--max-bytes)")
+                    if decompressed_over(e.path, limit):
+                        raise InputError(f"{raw}: {name(rel)} is over the limit of {_mib(limit)} per file once "
+                                         "decompressed (--max-bytes)")
 
     def compare_runs(self, args: dict[str, Any]) -> dict[str, Any]:
         self._only(args, ("paths",), "compare_runs")

@@ -71,4 +71,6 @@ def append_history(path: Path, runs: list) -> None:
     except SigclassError as exc:
         err(exc)
         raise typer.Exit(2) from None
+    for problem in got.problems:
+        err(problem)
     err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")

@@ -92,12 +92,15 @@ def stats(
     from sigclass.outputs import history as hs
 
     by_v = by.value if isinstance(by, Period) else str(by)
+    skipped: list[str] = []
     try:
-        got = hs.collect_stats(path, by=by_v, quiet_days=quiet_days, top=top)
+        got = hs.collect_stats(path, skipped, by=by_v, quiet_days=quiet_days, top=top)
         got["root_causes"] = root_causes(path)
     except SigclassError as exc:
         err(exc)
         raise typer.Exit(2) from None
+    for problem in skipped:
+        err(problem)
     if (fmt.value if isinstance(fmt, StatsFmt) else str(fmt)) == "json":
         typer.echo(json.dumps(hs.stats_json(got, by=by_v, quiet_days=quiet_days), indent=2))
     else:

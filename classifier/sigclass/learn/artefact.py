@@ -24,6 +24,7 @@ import io
 import json
 import os
 from pathlib import Path
+import stat
 import struct
 import tempfile
 from typing import Any
@@ -114,14 +115,37 @@ def save(obj: Any, meta: dict[str, Any], path: str | Path) -> str:
 
 # --------------------------------------------------------------------------- reading
 
+def _read_regular(path: str | Path, rebuild: str) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE bytes. Anything else (a device such as /dev/zero, a
+    FIFO, a socket) is refused before a byte is read: opened without blocking, checked, never read."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{path}: not a regular file (a device, pipe or socket is never read as a model); "
+                         f"give the file written by `{rebuild}`")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)  # the file opened, which may not be the one looked at
+        if not stat.S_ISREG(st.st_mode):
+            raise ModelError(f"{path}: not a regular file (a device, pipe or socket is never read as a model); "
+                             f"give the file written by `{rebuild}`")
+        if st.st_size > MAX_FILE:
+            raise ModelError(f"{path}: {st.st_size} bytes is too large for a sigclass model; rebuild it with `{rebuild}`")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_FILE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE:
+        raise ModelError(f"{path}: over {MAX_FILE} bytes, too large for a sigclass model; rebuild it with `{rebuild}`")
+    return data
+
+
 def read_header(path: str | Path, *, rebuild: str | None = None) -> tuple[dict[str, Any], bytes, str]:
     """Verify the marker, format and payload hash without unpickling: (metadata, payload, file sha256)."""
     rebuild = rebuild or rebuild_command(path)
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_FILE:
-            raise ModelError(f"{path}: {size} bytes is too large for a sigclass model; rebuild it with `{rebuild}`")
-        data = Path(path).read_bytes()
+        data = _read_regular(path, rebuild)
     except FileNotFoundError:
         raise ModelError(f"{path}: no such model file; build one with `{rebuild}`") from None
     except IsADirectoryError:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import os
 from pathlib import Path
+import stat
 from typing import Iterable
 import warnings
 
@@ -62,6 +64,24 @@ def sig_files(path: Path) -> list[Path]:
     return [path]
 
 
+MAX_SIGNATURE_BYTES = 1 << 20  # one signature file; the shipped ones are a few KiB
+
+
+def read_signature_file(path: Path) -> str:
+    """The text of one signature file. A file over MAX_SIGNATURE_BYTES, or one that is not a regular file,
+    is refused before it is parsed (or, for a pipe or a device, opened)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise SignatureError(Problem(f"{path}:1", "not a regular file (a pipe or a device is never read as a "
+                                                  "signature)"))
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_SIGNATURE_BYTES + 1)
+    if len(data) > MAX_SIGNATURE_BYTES:
+        raise SignatureError(Problem(f"{path}:1", f"the file is over {MAX_SIGNATURE_BYTES >> 20} MiB, too large "
+                                                  "for one signature; keep one signature per file and its "
+                                                  "examples in a .log beside it"))
+    return data.decode("utf-8")
+
+
 def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, strict: bool = False) -> Ledger:
     """Load the shipped pack, then each extra file or folder (later ones override by id).
 
@@ -84,7 +104,7 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
     problems: list[Problem] = []
     for path in sources:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_signature_file(path)
             sig = parse_signature(text, str(path))
         except (OSError, UnicodeDecodeError) as exc:
             problem = Problem(f"{path}:1", f"cannot read signature file: {exc}")

@@ -46,8 +46,20 @@ def line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict
     return out
 
 
+def refuse_aliases(text: str, name: str) -> None:
+    """A signature file has no use for anchors and aliases, and an alias of an alias of ... (the "billion
+    laughs") expands exponentially in the line map and in the data: refuse the first alias, from the
+    parser's events alone, before anything is built."""
+    for event in yaml.parse(text, Loader=StrictLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise SignatureError(Problem(f"{name}:{event.start_mark.line + 1}",
+                                         f"YAML alias *{event.anchor} is not allowed in a signature file; "
+                                         "write the value out in full"))
+
+
 def load_yaml(text: str, name: str) -> tuple[Any, dict[tuple, int]]:
     try:
+        refuse_aliases(text, name)
         node = yaml.compose(text, Loader=StrictLoader)
         data = yaml.load(text, Loader=StrictLoader)
     except yaml.MarkedYAMLError as exc:

@@ -65,6 +65,7 @@ class Appended:
     rows: int
     skipped: int
     batch: str
+    problems: tuple[str, ...] = ()  # history files skipped as unreadable
 
 
 def row_key(values: Iterable[object]) -> str:
@@ -87,12 +88,51 @@ def _files(path: Path) -> list[Path]:
     return sorted(p for p in path.glob(FILE_GLOB) if p.is_file())
 
 
-def scan_history(path: Path | str) -> pl.LazyFrame:
-    """Every row ever appended (no dedupe), lazily, under the explicit schema."""
+REQUIRED = ("run", "unit", "status", "batch", "ingested_at", "key")  # a file without these is not ours
+
+
+def _file_problem(f: Path) -> str | None:
+    """Why one parquet file of a history cannot be read as part of it (its footer only is read), or None."""
+    try:
+        schema = pl.read_parquet_schema(f)
+    except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a broken file
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return f"{f}: not a readable parquet file ({why}); skipped"
+    missing = [c for c in REQUIRED if c not in schema]
+    if missing:
+        return f"{f}: not a sigclass history file (no {', '.join(missing)} column); skipped"
+    wrong = [f"{c} is {schema[c]}, not {HISTORY_SCHEMA[c]}" for c in HISTORY_SCHEMA
+             if c in schema and schema[c] != HISTORY_SCHEMA[c]]
+    if wrong:
+        return f"{f}: columns of the wrong type ({'; '.join(wrong)}); skipped"
+    return None
+
+
+def readable_files(path: Path) -> tuple[list[Path], list[str]]:
+    """The history's parquet files that can be read, and one line for each that cannot."""
+    good, problems = [], []
+    for f in _files(path):
+        why = _file_problem(f)
+        if why is None:
+            good.append(f)
+        else:
+            problems.append(why)
+    return good, problems
+
+
+def scan_history(path: Path | str, problems: list[str] | None = None) -> pl.LazyFrame:
+    """Every row ever appended (no dedupe), lazily, under the explicit schema. Files that are not readable
+    history files are left out, each named in `problems`."""
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: no history here (a directory written by `sigclass runs ... --history {path}`)")
-    return pl.scan_parquet(str(path / FILE_GLOB), schema=HISTORY_SCHEMA, missing_columns="insert")
+    good, bad = readable_files(path)
+    if problems is not None:
+        problems.extend(bad)
+    if not good:
+        return pl.LazyFrame(schema=HISTORY_SCHEMA)
+    return pl.scan_parquet([str(f) for f in good], schema=HISTORY_SCHEMA, missing_columns="insert",
+                           extra_columns="ignore")
 
 
 def append_units(path: Path | str, units: pl.DataFrame, *, now: datetime | None = None,
@@ -109,15 +149,16 @@ def append_units(path: Path | str, units: pl.DataFrame, *, now: datetime | None 
     batch = batch or f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     rows = with_keys(units, batch=batch, ingested_at=now)
     new = rows.lazy().unique(subset="key", keep="first", maintain_order=True)
+    problems: list[str] = []
     if _files(path):
-        new = new.join(scan_history(path).select("key").unique(), on="key", how="anti")
+        new = new.join(scan_history(path, problems).select("key").unique(), on="key", how="anti")
     try:
         fresh = new.collect()
     except (OSError, pl.exceptions.ComputeError) as exc:
         raise InputError(f"{path}: cannot read the history to append to it ({exc})") from None
     skipped = rows.height - fresh.height
     if fresh.height == 0:
-        return Appended(path, None, 0, skipped, batch)
+        return Appended(path, None, 0, skipped, batch, tuple(problems))
     out = path / f"part-{batch}.parquet"
     tmp = path / f".{out.name}.tmp"  # not matched by FILE_GLOB: readers never see a half-written file
     try:
@@ -126,7 +167,7 @@ def append_units(path: Path | str, units: pl.DataFrame, *, now: datetime | None 
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise InputError(f"{path}: cannot write the history ({exc.strerror or exc})") from None
-    return Appended(path, out, fresh.height, skipped, batch)
+    return Appended(path, out, fresh.height, skipped, batch, tuple(problems))
 
 
 def append_runs(path: Path | str, runs: Iterable[object], *, now: datetime | None = None,
@@ -243,9 +284,10 @@ def stats_frames(lf: pl.LazyFrame, *, by: str = "day", quiet_days: int = 7, top:
     }
 
 
-def collect_stats(path: Path | str, **kw: object) -> dict[str, pl.DataFrame]:
-    """The one collect: every view at once (polars shares the common scan)."""
-    frames = stats_frames(scan_history(path), **kw)  # type: ignore[arg-type]
+def collect_stats(path: Path | str, problems: list[str] | None = None, **kw: object) -> dict[str, pl.DataFrame]:
+    """The one collect: every view at once (polars shares the common scan). Unreadable files are skipped
+    and named in `problems`."""
+    frames = stats_frames(scan_history(path, problems), **kw)  # type: ignore[arg-type]
     try:
         got = pl.collect_all(list(frames.values()))
     except (OSError, pl.exceptions.ComputeError) as exc:

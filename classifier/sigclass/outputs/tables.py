@@ -96,16 +96,30 @@ def units_table(runs: Iterable["Run"]) -> pl.DataFrame:
     return raw_units(runs).pipe(with_times).pipe(in_unit_order).select(UNITS_SCHEMA.names()).collect()
 
 
+# a spreadsheet reads a cell that starts with one of these as a formula (or, for tab and CR, strips them)
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def spreadsheet_safe(df: pl.DataFrame) -> pl.DataFrame:
+    """Text cells that a spreadsheet would run as a formula, prefixed with `'` (as OWASP advises and
+    spreadsheet-safe CSV writers do); the parquet table keeps the values as they are."""
+    text = [name for name, dtype in df.schema.items() if dtype == pl.String]
+    return df.with_columns(
+        pl.when(pl.col(c).str.contains(FORMULA_START)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in text
+    )
+
+
 def write_units(runs: Iterable["Run"], out: Path | str, fmt: str) -> None:
     """Write the units table as csv or parquet."""
     df = units_table(runs)
     if fmt == "parquet":
         df.write_parquet(out)
     elif fmt == "csv":
-        df.write_csv(out, datetime_format=TIME_FORMAT)
+        spreadsheet_safe(df).write_csv(out, datetime_format=TIME_FORMAT)
     else:
         raise ValueError(f"unknown table format {fmt!r}")
 
 
 def units_csv(runs: Iterable["Run"]) -> str:
-    return units_table(runs).write_csv(datetime_format=TIME_FORMAT)
+    return spreadsheet_safe(units_table(runs)).write_csv(datetime_format=TIME_FORMAT)
