@@ -503,3 +503,45 @@ def test_a_file_that_shrinks_while_scanned_is_reported(tmp_path: Path):
     assert "Traceback" not in err_text, err_text
     assert "shrink.log" in err_text and "shrank" in err_text, err_text
     assert proc.returncode == 2
+
+
+# --------------------------------------------------------------------------- 4b. the regex guard under load
+
+class _PausedOnce:
+    """A compiled pattern whose first search is held up by a pause of the process (wall time, no CPU)."""
+
+    def __init__(self, pauses: int) -> None:
+        self.pauses = pauses
+
+    def search(self, text: str, timeout: float | None = None):
+        if self.pauses:
+            self.pauses -= 1
+            time.sleep(timeout or 0.25)  # the wall clock runs out, this thread spends no CPU
+            raise TimeoutError("regex timed out")
+        return text.find("needle") >= 0 or None
+
+
+class _Pat:
+    def __init__(self, compiled, index: int = 7) -> None:
+        self.compiled, self.index, self.location, self.family = compiled, index, "x.yaml:3", "x"
+
+
+def test_a_pause_of_the_process_does_not_switch_a_pattern_off():
+    """Under memory pressure simple literal patterns 'timed out' and were switched off: results depended on load."""
+    from sigclass.scan.scanner import _PatternGuard
+
+    guard = _PatternGuard()
+    assert guard.search(_Pat(_PausedOnce(pauses=2)), "a needle here") is True
+    assert guard.disabled == set() and guard.messages == []
+
+
+def test_a_pattern_that_is_slow_itself_is_still_switched_off():
+    import regex
+
+    from sigclass.scan.scanner import _PatternGuard
+
+    guard = _PatternGuard()
+    slow = _Pat(regex.compile(r"(?:a|aa)+$"))
+    with pytest.warns(UserWarning, match="timed out"):
+        assert guard.search(slow, "a" * 200 + "b") is None
+    assert guard.disabled == {7} and "switched off" in guard.messages[0]
