@@ -104,11 +104,13 @@ class Folder:
     """`fold`, one finding at a time, in memory bounded per fingerprint: a folded finding keeps its first
     MAX_LINES_KEPT line numbers. With copy=True (a writer's), the first of each kind is kept as a copy without
     its failure block and with evidence lines cut at MAX_EVIDENCE_CHARS, so that the scanner's own finding
-    is left as it is; what the source's verdict settles later (role, status, root, caveats, facts) is read
-    from that finding when the folded ones are asked for."""
+    is left as it is; what changes on that finding after it was folded in (the source's verdict: role,
+    status, root, caveats, facts; counted evidence: more lines) is read from it when the folded ones are
+    asked for."""
 
     def __init__(self, *, copy: bool = False) -> None:
-        self.seen: dict[tuple[str, str, str], tuple[Finding, Finding]] = {}
+        # key -> (the folded finding, the first one as found, its count and number of lines when folded in)
+        self.seen: dict[tuple[str, str, str], tuple[Finding, Finding, int, int]] = {}
         self.copy = copy
 
     def add(self, f: Finding) -> bool:
@@ -125,7 +127,7 @@ class Folder:
                 first.evidence = [e[:MAX_EVIDENCE_CHARS] for e in f.evidence]
             first.lines = (list(f.lines) or [f.line])[:MAX_LINES_KEPT]
             first.workers = f.all_workers()
-            self.seen[key] = (first, f)
+            self.seen[key] = (first, f, f.count, len(f.lines))
             return True
         first = got[0]
         first.count += f.count
@@ -137,13 +139,17 @@ class Folder:
         return False
 
     def findings(self) -> list[Finding]:
-        out = []
-        for first, original in self.seen.values():
+        for key, (first, original, count, nlines) in self.seen.items():
             if first is not original:
                 first.role, first.status, first.root = original.role, original.status, original.root
                 first.caveats, first.facts = list(original.caveats), dict(original.facts)
-            out.append(first)
-        return out
+                first.count += original.count - count
+                room = MAX_LINES_KEPT - len(first.lines)
+                if room > 0:
+                    first.lines.extend(original.lines[nlines:nlines + room])
+                first.end_line = max(first.end_line, original.end_line)
+                self.seen[key] = (first, original, original.count, len(original.lines))
+        return [first for first, *_ in self.seen.values()]
 
 
 def fold(findings: list[Finding]) -> list[Finding]:
