@@ -309,7 +309,9 @@ def test_memory_stays_flat_on_a_long_live_pipe(tmp_path: Path):
     small = big[: len(big) // 3]  # both span several blocks: what a block costs is in both figures
     base = _pipe_peak(small)
     grown = _pipe_peak(big)
-    assert grown - base < 30, f"{base} MiB for the shorter pipe, {grown} MiB for the one three times as long"
+    # a live pipe is read as it arrives, so how much one read holds depends on how busy the machine is: a wider
+    # margin than for files (keeping every finding cost 150 MiB more here)
+    assert grown - base < 60, f"{base} MiB for the shorter pipe, {grown} MiB for the one three times as long"
 
 
 def _pipe_peak(data: bytes) -> int:
@@ -513,7 +515,7 @@ class _PausedOnce:
     def __init__(self, pauses: int) -> None:
         self.pauses = pauses
 
-    def search(self, text: str, timeout: float | None = None):
+    def search(self, text: str, timeout: float | None = None, **flags):
         if self.pauses:
             self.pauses -= 1
             time.sleep(timeout or 0.25)  # the wall clock runs out, this thread spends no CPU
