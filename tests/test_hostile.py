@@ -549,3 +549,21 @@ def test_a_pattern_that_is_slow_itself_is_still_switched_off():
     with pytest.warns(UserWarning, match="timed out"):
         assert guard.search(slow, "a" * 200 + "b") is None
     assert guard.disabled == {7} and "switched off" in guard.messages[0]
+
+
+def test_a_long_stall_keeps_bounded_evidence_and_counts_every_heartbeat(ledger):
+    """Heartbeats after progress stopped extend one stall finding: its line list stays bounded (a list that
+    grew with every heartbeat made each extension linear, the scan quadratic) while its count goes on."""
+    from sigclass.records import MAX_LINES_KEPT
+    from sigclass.scan.scanner import Scanner
+
+    beats = MAX_LINES_KEPT * 3
+    lines = [f"{{'loss': 0.5, 'epoch': {i}}}" for i in range(30)]
+    for i in range(beats):
+        lines += ["INFO heartbeat from the data loader", "x", "x"]
+    res = Scanner(ledger, signatures="regex").scan_text("\n".join(lines) + "\n")
+    stalls = [f for f in res.findings if f.family == "vllm-engine-hang"]
+    assert stalls, [f.family for f in res.findings]
+    f = stalls[0]
+    assert len(f.lines) <= MAX_LINES_KEPT
+    assert f.count >= beats - 10

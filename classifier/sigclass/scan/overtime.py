@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Callable, TYPE_CHECKING
 
 from sigclass.ledger.overtime import TimeRule
+from sigclass.records import MAX_LINES_KEPT
 from sigclass.scan.progress import region_rx
 from sigclass.text.lines import Line
 
@@ -54,9 +55,10 @@ def join_open(registry: dict, family: str, worker: str | None, lines: list[int],
     if entry is None or quiet_spell(entry[1], iso):
         return None
     f = entry[0]
-    new = [no for no in lines if no not in f.lines]
+    have = set(f.lines)
+    new = sorted({no for no in lines if no not in have})
     if new:
-        f.lines = sorted([*f.lines, *new])
+        f.lines = sorted([*f.lines, *new])[:MAX_LINES_KEPT]
         f.count += len(new)
         f.end_line = max(f.end_line, *new)
     entry[1] = iso or entry[1]

@@ -6,6 +6,7 @@ from typing import Callable, TYPE_CHECKING
 
 from sigclass.ledger.overtime import TimeRule
 from sigclass.ledger.patterns import MATCH_TIMEOUT
+from sigclass.records import MAX_LINES_KEPT
 from sigclass.scan.overtime import (
     CROSS_BLOCK_LINES, join_open, LOOK_BACK_BYTES, MAX_EVIDENCE, number, OverTime, QUIET_SECONDS, register, RuleState,
     Seen, touch, Where,
@@ -203,10 +204,11 @@ class OverTimeState(StallRules):
         f = st.fired
         if f is None or (seen.time is not None and st.last is not None and seen.time - st.last >= QUIET_SECONDS):
             return False
-        if seen.lineno not in f.lines:
+        if seen.lineno > f.end_line or not f.lines:  # lines come in order: a later line is new evidence
             f.count += 1
-            f.lines.append(seen.lineno)
-            f.end_line = max(f.end_line, seen.lineno)
+            if len(f.lines) < MAX_LINES_KEPT:
+                f.lines.append(seen.lineno)
+            f.end_line = seen.lineno
         st.last = seen.time if seen.time is not None else st.last
         touch(self.shared, f, seen.iso)
         return True
