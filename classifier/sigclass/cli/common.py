@@ -34,6 +34,13 @@ class Fmt(str, Enum):
     jsonl = "jsonl"
 
 
+class TextJson(str, Enum):
+    """The output choice of commands that print one document: text for people, json for tools."""
+
+    text = "text"
+    json = "json"
+
+
 Sigs = SignatureMode  # the --signatures choices
 
 

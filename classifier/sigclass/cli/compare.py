@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
+from sigclass.cli.common import TextJson, app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
 from sigclass.errors import SigclassError
 
-
-class CompareFmt(str, Enum):
-    text = "text"
-    json = "json"
 
 
 @app.command()
 def compare(
     dirs: Annotated[list[str], typer.Argument(help="Run directories to compare (the failing run and its probes).", metavar="RUN...")],
     *,
-    fmt: Annotated[CompareFmt, typer.Option("--format", "-f", help="Output format.")] = CompareFmt.text,
+    fmt: Annotated[TextJson, typer.Option("--format", "-f", help="Output format.")] = TextJson.text,
     jobs: Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel processes; -1 (default) uses every core.")] = -1,
     unit_pattern: UnitPatternOpt = None,
     worker_pattern: WorkerPatternOpt = None,
@@ -55,7 +50,7 @@ def compare(
         if not run.readable:
             for prob in run.problems:
                 err(f"{run.run}: {prob}")
-    if (fmt.value if isinstance(fmt, CompareFmt) else str(fmt)) == "json":
+    if (fmt.value if isinstance(fmt, TextJson) else str(fmt)) == "json":
         from sigclass.problems import to_dicts
 
         typer.echo(json.dumps({**result, "problems": to_dicts(result.get("problems", []))}, indent=2, ensure_ascii=False))

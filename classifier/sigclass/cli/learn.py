@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 import hashlib
 import json
 import os
@@ -12,16 +11,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, load_ledger_or_exit
+from sigclass.cli.common import TextJson, app, err, LedgerOpt, load_ledger_or_exit
 from sigclass.errors import InputError, ModelError, SigclassError
 
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", metavar="DIR", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
 NoShippedOpt = Annotated[bool, typer.Option("--no-shipped-corpus", help="Use only the --corpus folders.")]
 
-
-class EvalFmt(str, Enum):
-    text = "text"
-    json = "json"
 
 
 def _dirs(corpus: list[Path] | None, no_shipped: bool) -> list[Path]:
@@ -128,7 +123,7 @@ def eval_(
     folds: Annotated[int, typer.Option(metavar="N", help="Number of stratified folds (by file).", min=2)] = 5,
     score_dirs: Annotated[Optional[list[Path]], typer.Option(
         "--score", metavar="DIR", help="Also score this labelled folder with the model trained here (repeatable).")] = None,
-    fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
+    fmt: Annotated[TextJson, typer.Option("--format", "-f", help="text or json.")] = TextJson.text,
     ledger: LedgerOpt = None,
 ) -> None:
     """Cross-validation over the training part, then the held-out part scored by a model trained on the rest."""
@@ -155,7 +150,7 @@ def eval_(
         _fail(exc)
     res = trained.cv
     s = res.scores
-    if fmt == EvalFmt.json:
+    if fmt == TextJson.json:
         doc = {"folds": res.folds, "threshold": res.threshold, "threshold_both": res.threshold_both,
                "macro_f1": s["macro_f1"], "known_accuracy": s["known_accuracy"],
                "quiet_on_clean": s["quiet_on_clean"], "files": s["files"], "per_label": s["per_label"],
@@ -233,7 +228,7 @@ def suggest(
     min_count: Annotated[int, typer.Option(metavar="N", help="Smallest group worth a draft.", min=1)] = 2,
     corpus: CorpusOpt = None,
     no_shipped_corpus: NoShippedOpt = False,
-    fmt: Annotated[EvalFmt, typer.Option("--format", "-f", help="text or json.")] = EvalFmt.text,
+    fmt: Annotated[TextJson, typer.Option("--format", "-f", help="text or json.")] = TextJson.text,
     ledger: LedgerOpt = None,
 ) -> None:
     """Group unknown failures by masked template and write draft signatures for the top groups."""
@@ -251,7 +246,7 @@ def suggest(
                                  clean_dirs=[d for d in clean_dirs if d.is_dir()])
     except SigclassError as exc:
         _fail(exc)
-    if fmt == EvalFmt.json:
+    if fmt == TextJson.json:
         typer.echo(json.dumps({"groups": [g.to_dict() for g in groups], "drafts": [d.to_dict() for d in drafts]},
                               indent=2, sort_keys=True))
         return

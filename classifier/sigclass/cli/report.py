@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from sigclass.cli.common import app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
+from sigclass.cli.common import TextJson, app, err, LedgerOpt, ModelOpt, scan_config, Sigs, UnitPatternOpt, WorkerPatternOpt
 from sigclass.errors import ModelError, SigclassError
 
 
@@ -20,10 +20,6 @@ class Period(str, Enum):
     day = "day"
     week = "week"
 
-
-class StatsFmt(str, Enum):
-    text = "text"
-    json = "json"
 
 
 @app.command()
@@ -85,7 +81,7 @@ def stats(
     by: Annotated[Period, typer.Option("--by", help="Group families over time per day or per week (UTC).")] = Period.day,
     quiet_days: Annotated[int, typer.Option("--quiet-days", metavar="N", min=1, help="Flag a family seen again after this many days without it.")] = 7,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="How many fingerprints to list.")] = 10,
-    fmt: Annotated[StatsFmt, typer.Option("--format", "-f", help="Output format.")] = StatsFmt.text,
+    fmt: Annotated[TextJson, typer.Option("--format", "-f", help="Output format.")] = TextJson.text,
 ) -> None:
     """Failure history: families over time, top fingerprints, first and last seen, families that came back."""
     from sigclass.diagnosis.record import root_causes
@@ -101,7 +97,7 @@ def stats(
         raise typer.Exit(2) from None
     for problem in skipped:
         err(problem)
-    if (fmt.value if isinstance(fmt, StatsFmt) else str(fmt)) == "json":
+    if (fmt.value if isinstance(fmt, TextJson) else str(fmt)) == "json":
         typer.echo(json.dumps(hs.stats_json(got, by=by_v, quiet_days=quiet_days), indent=2))
     else:
         for line in hs.stats_text(got, by=by_v, quiet_days=quiet_days):
