@@ -567,3 +567,21 @@ def test_a_long_stall_keeps_bounded_evidence_and_counts_every_heartbeat(ledger):
     f = stalls[0]
     assert len(f.lines) <= MAX_LINES_KEPT
     assert f.count >= beats - 10
+
+
+def test_ids_of_any_length_and_odd_digits_are_read_without_an_internal_error(tmp_path):
+    """A shard marker or rank with thousands of digits (int() refuses over 4,300) and a superscript digit
+    (str.isdigit() says yes, int() says no) are ordinary log text."""
+    import sigclass
+
+    huge = "0" * 5000 + "17"
+    text = (f"[shard {huge}] starting\nrank={huge} says hello\n"
+            f"[shard {huge}] failed\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    res = sigclass.classify(text, as_text=True)
+    assert [f.family for f in res.findings][:1] == ["cuda-illegal-memory-access"]
+    from sigclass.runs.layouts import norm_id
+    from sigclass.text.workers import norm_worker, number_id
+
+    assert number_id(huge) == "17" and norm_id(huge) == "17" and norm_worker(f"rank{huge}") == "17"
+    assert norm_id("²") == "²" and norm_worker("²") == "²"
+    assert number_id("1" * 5000) == "1" * 5000

@@ -19,6 +19,7 @@ import re
 
 from sigclass.errors import InputError
 from sigclass.scan.reader import COMPRESSED, is_log_name, LOG_SUFFIXES
+from sigclass.text.workers import number_id
 
 
 # Worker folders / files: worker_3, worker-3, gpu3, rank3, node-a, host-7.
@@ -103,7 +104,7 @@ def is_jsonl(rel: str) -> bool:
 def norm_id(raw: str) -> str:
     """A unit or worker id: numbers lose their leading zeros."""
     raw = raw.strip()
-    return str(int(raw)) if raw.isdigit() else raw
+    return number_id(raw) if raw.isascii() and raw.isdigit() else raw
 
 
 def _group(m: re.Match[str], name: str) -> str:

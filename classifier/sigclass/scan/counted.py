@@ -7,7 +7,7 @@ from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
 from sigclass.text.lines import fingerprint, Line, parse_time
-from sigclass.text.workers import exits_in_line, TABLE_RANK
+from sigclass.text.workers import exits_in_line, number_id, TABLE_RANK
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
@@ -40,7 +40,7 @@ class CountedEvidence:
                 kind = (MarkerKind.START if verb in START_VERBS else MarkerKind.OK if verb in OK_VERBS
                         else MarkerKind.FAILED if verb in FAIL_VERBS else None)
                 if kind:
-                    self.markers.append(Marker(str(int(m["unit"])), kind, lineno, self._cur_time(), ln.worker, ln.stream,
+                    self.markers.append(Marker(number_id(m["unit"]), kind, lineno, self._cur_time(), ln.worker, ln.stream,
                                                ln.body.strip()[:300]))
                     break
         if G_KV in pids:

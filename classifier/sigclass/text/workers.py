@@ -44,13 +44,20 @@ _IN_MESSAGE = (
 IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSAGE)
 
 
+def number_id(digits: str) -> str:
+    """A run of digits as an id: leading zeros dropped, ASCII digits, any length (``int`` refuses a string of
+    over 4,300 digits, and a log line can hold one)."""
+    digits = digits.lstrip("0") or "0"
+    return str(int(digits)) if len(digits) <= 1000 else digits
+
+
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
     for rx in IN_MESSAGE:
         for ln in lines:
             m = rx.search(ln)
             if m:
-                return str(int(m["w"]))
+                return number_id(m["w"])
     return None
 
 
@@ -142,7 +149,7 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
                 w = table_rank
             if w is None:
                 w = worker_in_text([text])
-            workers = [str(int(w)) if w is not None else None]
+            workers = [number_id(w) if w is not None else None]
         return [Exit(line, w, code, text.strip()[:300], time) for w in workers]
     return []
 
@@ -164,6 +171,6 @@ def norm_worker(w: object) -> str | None:
     s = str(w).strip()
     m = _ID_AFTER.search(s)
     if m:
-        return str(int(m.group(1)))
+        return number_id(m.group(1))
     s = s.strip("[]():").strip().lower()
-    return str(int(s)) if s.isdigit() else (s or None)
+    return number_id(s) if s.isascii() and s.isdigit() else (s or None)
