@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import sigclass
@@ -144,28 +144,38 @@ def classify_file(text: str, kind: str, folder: Path) -> None:
         assert got == want, (kind, got, want)
 
 
-def run(seconds: float, batch: int = 20) -> dict:
+def run(seconds: float, batch: int = 20, base_seed: int | None = None) -> dict:
+    """Generate inputs for `seconds`; with `base_seed`, round r draws from seed base_seed + r, so a run (CI's)
+    tries the same inputs in the same order on every machine and a failure can be replayed."""
     folder = Path(tempfile.mkdtemp(prefix="sigclass-fuzz-"))
     common = settings(max_examples=batch, deadline=None, database=None, phases=[Phase.generate],
                       suppress_health_check=list(HealthCheck))
 
-    @common
-    @given(log_text)
-    def text_target(text: str) -> None:
-        classify_text(text)
+    def targets(r: int):
+        def seeded(fn):
+            return seed(base_seed + r)(fn) if base_seed is not None else fn
 
-    @common
-    @given(log_text, st.sampled_from(KINDS))
-    def file_target(text: str, kind: str) -> None:
-        classify_file(text, kind, folder)
+        @seeded
+        @common
+        @given(log_text)
+        def text_target(text: str) -> None:
+            classify_text(text)
+
+        @seeded
+        @common
+        @given(log_text, st.sampled_from(KINDS))
+        def file_target(text: str, kind: str) -> None:
+            classify_file(text, kind, folder)
+
+        return text_target, file_target
 
     # warm up: the ledger, the scanner and the learned model are built once, not timed with the first input
     sigclass.classify("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: warm up\n")
     t0 = time.monotonic()
     rounds = 0
     while time.monotonic() - t0 < seconds:
-        text_target()
-        file_target()
+        for target in targets(rounds):
+            target()
         rounds += 1
     for p in folder.iterdir():
         p.unlink()
@@ -178,8 +188,9 @@ def run(seconds: float, batch: int = 20) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="keep generating inputs for this long")
+    ap.add_argument("--seed", type=int, default=None, help="draw round r from seed SEED + r (default: random)")
     args = ap.parse_args(argv)
-    figures = run(args.seconds)
+    figures = run(args.seconds, base_seed=args.seed)
     print(json.dumps(figures, ensure_ascii=True))
     return 0
 

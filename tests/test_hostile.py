@@ -585,3 +585,18 @@ def test_ids_of_any_length_and_odd_digits_are_read_without_an_internal_error(tmp
     assert number_id(huge) == "17" and norm_id(huge) == "17" and norm_worker(f"rank{huge}") == "17"
     assert norm_id("²") == "²" and norm_worker("²") == "²"
     assert number_id("1" * 5000) == "1" * 5000
+
+
+def test_workers_and_units_with_huge_numbers_are_ordered_without_int(tmp_path):
+    """Two ranks whose ids have thousands of digits fail: the verdict orders them (numbers in numeric order)
+    without int(), which refuses such strings."""
+    import sigclass
+
+    a, b = "0" * 5000 + "3", "0" * 5000 + "12"
+    text = "".join(f"[rank{w}]: RuntimeError: CUDA error: an illegal memory access was encountered\n" for w in (b, a))
+    res = sigclass.classify(text, as_text=True)
+    assert res.findings and res.findings[0].family == "cuda-illegal-memory-access"
+    from sigclass.outputs.runs_text import id_ranges, natural
+
+    assert sorted(["10", "9", "0" * 5000 + "2"], key=natural) == ["0" * 5000 + "2", "9", "10"]
+    assert id_ranges(["4", "5", "6", "1" * 5000]).startswith("4-6, 1")

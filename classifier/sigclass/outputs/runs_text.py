@@ -16,18 +16,21 @@ from typing import Iterator, Sequence
 from sigclass.outputs.colour import Paint
 from sigclass.outputs.prose import clip_evidence, first_sentence, width, wrap
 from sigclass.records import RootFault, Run
+from sigclass.text.workers import number_key
 
 SINGULAR = {"shards": "shard", "ranks": "rank", "tasks": "task", "units": "unit"}
 PROBES_SHOWN = 2
 
 
 def natural(unit: str) -> tuple:
-    return (0, int(unit), "") if unit.isdigit() else (1, 0, unit)
+    k = number_key(unit)
+    return (0, *k) if k else (1, 0, unit)
 
 
 def id_ranges(ids: Sequence[str]) -> str:
     """'4-7, 9, a' from ids: runs of consecutive numbers collapse to ranges."""
-    nums = sorted({int(i) for i in ids if i.isdigit()})
+    countable = {i for i in ids if number_key(i) and len(i) <= 1000}  # a number int() reads at once
+    nums = sorted({int(i) for i in countable})
     out: list[str] = []
     k = 0
     while k < len(nums):
@@ -36,7 +39,7 @@ def id_ranges(ids: Sequence[str]) -> str:
             j += 1
         out.append(str(nums[k]) if j == k else f"{nums[k]}-{nums[j]}" if j > k + 1 else f"{nums[k]}, {nums[j]}")
         k = j + 1
-    out.extend(sorted(i for i in ids if not i.isdigit()))
+    out.extend(sorted(i for i in ids if i not in countable))
     return ", ".join(out)
 
 

@@ -6,10 +6,12 @@ import re
 
 from sigclass.records import Run
 from sigclass.vocab import UnitRole, UnitStatus
+from sigclass.text.workers import number_key
 
 
 def natural(unit: str) -> tuple:
-    return (0, int(unit), "") if unit.isdigit() else (1, 0, unit)
+    k = number_key(unit)
+    return (0, *k) if k else (1, 0, unit)
 
 
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'])\.\s+(?=[A-Z(])")

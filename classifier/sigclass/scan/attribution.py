@@ -34,6 +34,7 @@ from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import Stream
 from sigclass.text.workers import EXIT_LINES, Exit, family_of_exit, norm_worker, worker_in_text, worker_of_stream
 from sigclass.vocab import CauseBasis, Role, Status, UNKNOWN
+from sigclass.text.workers import number_key
 
 _RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
 _KERNEL_OOM = re.compile(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|killed by the cgroup out-of-memory|Killed process \d+")
@@ -86,7 +87,8 @@ class _Cand:
 
 def _worker_key(w: str | None) -> tuple:
     """Numbers in numeric order, then names, then no worker."""
-    return (0, int(w), "") if w is not None and w.isdigit() else (1, 0, w) if w is not None else (2, 0, "")
+    k = number_key(w) if w is not None else None
+    return (0, *k) if k else (1, 0, w) if w is not None else (2, 0, "")
 
 
 def _began(time: str | None, block: Sequence[str]) -> str | None:

@@ -51,6 +51,14 @@ def number_id(digits: str) -> str:
     return str(int(digits)) if len(digits) <= 1000 else digits
 
 
+def number_key(s: str) -> tuple[int, str] | None:
+    """The sort key of an ASCII run of digits, in numeric order and for any length (no int()); None otherwise."""
+    if s.isascii() and s.isdigit():
+        d = s.lstrip("0") or "0"
+        return (len(d), d)
+    return None
+
+
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
     for rx in IN_MESSAGE:

@@ -10,6 +10,7 @@ from statistics import median
 from typing import Any, Mapping
 
 from sigclass.vocab import UnitRole, UnitStatus
+from sigclass.text.workers import number_key
 
 
 LABEL_W = 132  # lane label column (HTML, sticky)
@@ -131,7 +132,7 @@ def root_ref(value: Any) -> tuple[str | None, str | None]:
 
 
 def natural(s: str) -> list[Any]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+    return [number_key(p) if i % 2 else p for i, p in enumerate(re.split(r"([0-9]+)", s))]
 
 
 def layout(run: Mapping[str, Any]) -> Layout:
