@@ -416,6 +416,20 @@ def test_model_must_be_a_regular_file(tmp_path: Path, special: str):
         assert ("not a regular file" in err or "is a directory" in err) and str(target) in err, err
 
 
+def test_a_corrupt_model_loses_no_finding_of_a_scan(tmp_path: Path):
+    """A corrupt --model is named in one line; the scan carries on with regex signatures and exits 2."""
+    model = tmp_path / "model.joblib"
+    model.write_bytes(os.urandom(4096))
+    log = tmp_path / "x.log"
+    log.write_text(OOM)
+    p = run_cli(["scan", "--format", "jsonl", "--model", str(model), str(log)], timeout=60)
+    err = no_traceback(p)
+    assert p.returncode == 2, err
+    assert str(model) in err and "regex signatures only" in err and len(err.strip().splitlines()) == 1, err
+    found = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    assert any(r.get("family") == "cuda-oom" for r in found), p.stdout
+
+
 # --------------------------------------------------------------------------- 8. history
 
 def _history_with_junk(tmp_path: Path) -> tuple[Path, Path]:

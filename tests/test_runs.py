@@ -353,10 +353,21 @@ def test_missing_or_non_directory_inputs_exit_2_without_a_traceback(tmp_path: Pa
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_missing_model_stops_the_batch_with_its_message(tmp_path: Path, jobs: str):
-    res = runner.invoke(app, ["runs", "-j", jobs, "--model", str(tmp_path / "none.joblib"), str(RUNS / "clean")])
+@pytest.mark.parametrize("kind", ["missing", "corrupt"])
+def test_a_bad_model_is_named_and_the_batch_carries_on_with_regex(tmp_path: Path, jobs: str, kind: str):
+    """A --model that cannot be used loses no finding: one line names it, the runs are read with regex signatures."""
+    model = tmp_path / "m.joblib"
+    if kind == "corrupt":
+        model.write_bytes(b"\x80\x04junk that is no model" * 50)
+    good = runner.invoke(app, ["runs", "-j", jobs, "-f", "json", "--signatures", "regex", str(RUNS / "torchrun")])
+    res = runner.invoke(app, ["runs", "-j", jobs, "-f", "json", "--model", str(model), str(RUNS / "torchrun")])
     assert res.exit_code == 2, res.output
-    assert "none.joblib" in res.output and "Traceback" not in res.output
+    assert "m.joblib" in res.stderr and "regex signatures only" in res.stderr and "Traceback" not in res.output
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert json.loads(res.stdout)["runs"] == json.loads(good.stdout)["runs"]
+    learned_only = runner.invoke(app, ["runs", "-j", jobs, "--signatures", "learned", "--model", str(model),
+                                       str(RUNS / "torchrun")])
+    assert learned_only.exit_code == 2 and "m.joblib" in learned_only.output and not learned_only.stdout.strip()
 
 
 def test_bad_options_exit_2_with_one_line(tmp_path: Path):

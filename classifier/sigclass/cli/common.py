@@ -11,7 +11,7 @@ import typer
 from sigclass import __version__
 from sigclass.cli.group import App, DEFAULT_COMMAND
 from sigclass.cli.plain import err, load_ledger_or_exit  # noqa: F401  (the commands' shared helpers)
-from sigclass.errors import SigclassError
+from sigclass.errors import ModelError, SigclassError
 from sigclass.vocab import ColourMode, SignatureMode
 
 app = App(
@@ -64,9 +64,17 @@ def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | 
     if jobs == 0:
         err("-j takes a number of processes (1, 2, ...) or -1 for every core")
         raise typer.Exit(2)
+    from sigclass.scan.factory import usable_model
+
     lg, bad_ledger = load_ledger_or_exit(ledger)
     sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(model) if model else None)
+    try:
+        sig_v, usable = usable_model(lg, sig_v, model, err)
+    except ModelError as exc:
+        err(exc)
+        raise typer.Exit(2) from None
+    bad_ledger = bad_ledger or usable != model  # a named model that could not be used: exit 2 once done
+    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(usable) if usable else None)
 
 
 def append_history(path: Path, runs: list) -> None:

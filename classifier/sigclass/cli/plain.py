@@ -51,8 +51,13 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
 
     from sigclass.scan.factory import build_scanner
 
+    from sigclass.scan.factory import usable_model
+
     lg, bad = load_ledger_or_exit(ledger)
     try:
+        wanted_model = model
+        signatures, model = usable_model(lg, signatures, model, err)
+        bad = bad or model != wanted_model
         scanner = build_scanner(lg, signatures, model, engine=engine, on_note=err, warnings_as_notes=True)
     except (ModelError, SigclassError) as exc:
         err(exc)

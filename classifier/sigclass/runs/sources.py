@@ -69,8 +69,9 @@ _SCANNERS: dict[ScanConfig, Any] = {}
 def scanner_for(cfg: ScanConfig):
     """The scanner for a config, built once per process.
 
-    A model named by the user is loaded now, so a bad one stops the batch
-    with its own message. The shipped model is checked against its pin now
+    A model named by the user was checked by the command before the batch
+    (`sigclass.scan.factory.usable_model`: a bad one is reported and the batch
+    carries on with regex signatures). The shipped model is checked against its pin now
     and loaded on the first failure block no regex explains (the policy is
     `sigclass.scan.factory.load_learned`).
     """

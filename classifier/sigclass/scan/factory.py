@@ -25,6 +25,26 @@ def build_scanner(ledger: Any, signatures: str = "both", model: Path | None = No
     return Scanner(ledger, engine=engine, signatures=signatures, learned=learned)
 
 
+def usable_model(ledger: Any, signatures: str, model: Path | None, on_note: Callable[[str], None]) -> tuple[str, Path | None]:
+    """The signature mode and model a command can go on with when the user named a model (``--model``).
+
+    A model that cannot be used (missing, corrupt, not sigclass's, stale pin) is reported on ``on_note`` in one
+    line and the command carries on with regex signatures only, so no regex finding is lost; only ``learned``
+    mode, which has nothing else to go on, stops with the `ModelError`. Returns ``(signatures, model)`` to use,
+    unchanged when the model loads (or none was named).
+    """
+    if model is None or signatures == "regex":
+        return signatures, model
+    try:
+        load_learned(ledger, signatures, model)
+    except ModelError as exc:
+        if signatures == "learned":
+            raise
+        on_note(f"{exc}; carrying on with regex signatures only")
+        return "regex", None
+    return signatures, model
+
+
 def load_learned(ledger: Any, signatures: str = "both", model: Path | None = None, *,
                  on_note: Callable[[str], None] | None = None, warnings_as_notes: bool = False,
                  require_model: bool = False):
