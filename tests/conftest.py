@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from sigclass.ledger.pack import load_ledger
 from sigclass.scan.scanner import Scanner
+
+# the tests never read or write the user's own sigclass folders (trusted models, their own signatures)
+os.environ.setdefault("SIGCLASS_DATA_DIR", tempfile.mkdtemp(prefix="sigclass-test-data-"))
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = Path(__file__).resolve().parent / "files"

@@ -219,6 +219,30 @@ def test_ledger_supersede_writes_both_links_once(tmp_path):
     assert runner.invoke(app, ["ledger", "supersede", "no-such", "--by", H100, "--note", "x"]).exit_code == 2
 
 
+def test_ledger_supersede_never_edits_an_installed_pack(tmp_path, monkeypatch):
+    """On an installed package the edit goes to the user's signature folder, which later loads read over the pack."""
+    import sigclass.ledger.pack as pack
+    from sigclass.authoring.supersede import supersede
+
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "sigclass" / "signatures"
+    site.mkdir(parents=True)
+    for f in (REPO / "signatures").iterdir():
+        if f.suffix in (".yaml", ".log"):
+            shutil.copy(f, site / f.name)
+    before = {f.name: f.read_bytes() for f in site.iterdir()}
+    monkeypatch.setattr(pack, "shipped_dir", lambda: site)
+    monkeypatch.setenv("SIGCLASS_DATA_DIR", str(tmp_path / "data"))
+    changed = supersede(pack.load_ledger(), H100, "cuda-illegal-memory-access", "Same crash on an A100.")
+    mine = tmp_path / "data" / "signatures"
+    assert sorted(changed) == sorted([mine / f"{H100}.yaml", mine / "cuda-illegal-memory-access.yaml"])
+    assert {f.name: f.read_bytes() for f in site.iterdir()} == before  # the installed pack is untouched
+    lg = pack.load_ledger()
+    assert [s.id for s in lg[H100].superseded_by] == ["cuda-illegal-memory-access"]
+    assert [s.id for s in lg["cuda-illegal-memory-access"].supersedes] == [H100]
+    assert not [s.id for s in pack.load_ledger(user=False)[H100].superseded_by]
+    assert supersede(pack.load_ledger(), H100, "cuda-illegal-memory-access", "again") == []  # once only
+
+
 def test_lint_checks_probe_declarations(tmp_path):
     from sigclass.errors import SignatureError
     from sigclass.ledger.pack import load_ledger

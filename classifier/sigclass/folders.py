@@ -1,5 +1,5 @@
 """The per-user folders sigclass writes to: a cache (compiled pattern databases, validated patterns) and a data folder
-(the list of trusted model files).
+(the list of trusted model files, and the user's own ledger edits in its `signatures/`).
 
 Where they are is the platform's convention, through platformdirs (on Linux the XDG base directories:
 $XDG_CACHE_HOME/sigclass or ~/.cache/sigclass, $XDG_DATA_HOME/sigclass or ~/.local/share/sigclass).
@@ -37,6 +37,12 @@ def data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP, appauthor=False))
+
+
+def user_ledger_dir() -> Path:
+    """The user's signature folder, read after the shipped pack (same ids override): where `sigclass ledger
+    supersede` writes its edits of an installed pack, which it never changes in place."""
+    return data_dir() / "signatures"
 
 
 def write_cache_file(path: Path, text: str, encoding: str = "utf-8") -> None:

@@ -1,7 +1,10 @@
 """`sigclass ledger supersede OLD --by NEW --note TEXT`: write a confirmed red herring into the ledger files.
 
 OLD gets a `superseded_by: NEW` link and a red-herring caveat, NEW a
-`supersedes: OLD` link, both with the note. The files are edited as text
+`supersedes: OLD` link, both with the note. The pack of an installed package
+is never edited in place: the edit goes to a copy in the user's signature
+folder (`sigclass.folders.user_ledger_dir`), read after the shipped pack. The
+files are edited as text
 (comments, order and the rest of the layout stay as they are): the key's
 block is rewritten, or added before `references:`. Each edited file is parsed
 again before it replaces the old one, so a write never leaves a broken
@@ -83,6 +86,27 @@ def _write(path: Path, text: str) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror or exc}); check the file's permissions") from None
 
 
+def installed(path: Path) -> bool:
+    """Whether a signature file belongs to an installed package (never edited in place) rather than a checkout."""
+    return any(part in ("site-packages", "dist-packages") for part in path.resolve().parts)
+
+
+def target_file(source: Path) -> Path:
+    """Where an edit of this signature file goes: the file itself in a checkout or a user's own pack; for the
+    pack of an installed package, a copy in the user's signature folder, which `load_ledger` reads after it."""
+    if not installed(source):
+        return source
+    from sigclass.folders import user_ledger_dir
+
+    folder = user_ledger_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot create the user's signature folder ({exc.strerror or exc}); "
+                         f"set SIGCLASS_DATA_DIR to a writable folder") from None
+    return folder / source.name
+
+
 def supersede(ledger, old: str, new: str, note: str) -> list[Path]:
     """Link OLD -> NEW in both files with NOTE and add the red-herring caveat to OLD; the files changed."""
     for fid in (old, new):
@@ -98,9 +122,10 @@ def supersede(ledger, old: str, new: str, note: str) -> list[Path]:
     caveat = f"Red herring here: {note} Superseded by {new}."
     edits = [(o, "superseded_by", new), (n, "supersedes", old)]
     for sig, key, other in edits:
-        path = Path(sig.path)
+        source = Path(sig.path)
+        path = target_file(source)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = (path if path.exists() else source).read_text(encoding="utf-8")
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
         before = text

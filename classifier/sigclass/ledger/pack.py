@@ -82,8 +82,10 @@ def read_signature_file(path: Path) -> str:
     return data.decode("utf-8")
 
 
-def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, strict: bool = False) -> Ledger:
-    """Load the shipped pack, then each extra file or folder (later ones override by id).
+def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, strict: bool = False,
+                user: bool = True) -> Ledger:
+    """Load the shipped pack, the user's own edits of it (`sigclass.folders.user_ledger_dir`, with the shipped
+    pack unless ``user=False``), then each extra file or folder (later ones override by id).
 
     A file that does not parse is left out and reported in ``ledger.problems``
     (``strict=True`` raises instead), so one bad user file never stops a scan.
@@ -91,6 +93,12 @@ def load_ledger(extra: Iterable[str | Path] = (), *, shipped: bool = True, stric
     sources: list[Path] = []
     if shipped:
         sources.extend(sig_files(shipped_dir()))
+        if user:
+            from sigclass.folders import user_ledger_dir
+
+            mine = user_ledger_dir()
+            if mine.is_dir():
+                sources.extend(sig_files(mine))
     for item in extra:
         p = Path(item)
         if not p.exists():
