@@ -17,7 +17,8 @@ never compares line numbers across workers. It ranks every failure by how direct
 
 then by the time the fault began, where the failure carries a timestamp of its own stream (a watchdog that
 "ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
-worker's failures, then by worker id: nothing that depends on how the streams interleave. A weak failure (no
+worker's failures, then, among equal faults of several workers with no time of their own (every rank printing
+the same OOM), by which was printed first, then by worker id. A weak failure (no
 family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
 "first observed failure" is evidence, not truth: it is often a victim that exited first.
 """
@@ -79,10 +80,11 @@ class _Cand:
     ordinal: int  # its place among its worker's failures (file order is time order within one worker)
     basis: str
     process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
+    first: int = 0  # among equal faults of different workers with no time of their own: the one printed first
 
     def key(self) -> tuple:
-        return (-self.tier, self.began is None, self.began or "", self.ordinal, _worker_key(self.worker), self.family,
-                self.fingerprint)
+        return (-self.tier, self.began is None, self.began or "", self.ordinal, self.first, _worker_key(self.worker),
+                self.family, self.fingerprint)
 
 
 def _worker_key(w: str | None) -> tuple:
@@ -189,10 +191,11 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     floor: dict[str | None, int] = {}
     for c in sorted(cands, key=lambda c: c.line):
         c.ordinal = per_worker.get(c.worker, 0)
+        c.first = c.line
         per_worker[c.worker] = c.ordinal + 1
         if c.tier in (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN) and c.process in floor:
             c.tier = min(c.tier, floor[c.process])
-        if c.tier <= TIER_SECONDARY:
+        if TIER_STOPPED <= c.tier <= TIER_SECONDARY:  # a launcher's report or exit line is not the worker's own
             floor[c.process] = min(floor.get(c.process, c.tier), c.tier)
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]

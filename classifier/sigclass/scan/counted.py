@@ -7,7 +7,7 @@ from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
 from sigclass.text.lines import fingerprint, Line, parse_time
-from sigclass.text.workers import exits_in_line, number_id, TABLE_RANK
+from sigclass.text.workers import exits_in_line, number_id, TABLE_RANK, rank_of_row
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
@@ -47,8 +47,8 @@ class CountedEvidence:
             self._kv_fields(ln)
         if G_EXIT in pids:
             table = TABLE_RANK.match(ln.body)
-            if table is not None:  # a ChildFailedError table's rank row, for the exitcode row below it
-                self.table_rank = table["w"]
+            if table is not None:  # a launcher table's rank row, for the exit row below it
+                self.table_rank = rank_of_row(table)
             else:
                 self.exits.extend(exits_in_line(ln.content, lineno, self.table_rank, self._cur_time()))
         for pid in pids:

@@ -28,8 +28,17 @@ _IN_MESSAGE = (
     r"srun: error: [^:\s]+: tasks? (?P<w>\d+)(?:[-,]\d+)*: ",
     # vLLM's executor: `Worker proc VllmWorker-2 died unexpectedly`
     r"Worker proc VllmWorker-(?P<w>\d+) died",
-    # torch.multiprocessing.spawn: `process 3 terminated with signal SIGKILL`
-    r"[Pp]rocess (?P<w>\d+) terminated with (?:signal|exit code)",
+    # torch.multiprocessing.spawn: `process 3 terminated with signal SIGKILL`, and the error it relays:
+    # `-- Process 3 terminated with the following error:`
+    r"[Pp]rocess (?P<w>\d+) terminated with (?:signal|exit code|the following error)",
+    # Open MPI's (and PRRTE's) first failed process: `Process name: [[17665,1],3]`, `[prterun-host-147515@1,3]`
+    r"Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<w>\d+)\]",
+    # MPICH / Intel MPI (Hydra): `=   RANK 3 PID 27494 RUNNING AT node1`
+    r"RANK (?P<w>\d+) PID \d+ RUNNING AT ",
+    # vLLM's Ray executor: `RayWorkerProc rank=[3] died unexpectedly`
+    r"rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly",
+    # SGLang's log prefix: `[2025-03-10 12:00:00 TP1] `, `[2025-03-10 12:00:00 DP0 TP3] Scheduler hit an exception`
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2}\d+)*? TP(?P<w>\d+)(?: [A-Z]{2}\d+)*\] ",
     # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
     r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]",
     # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
@@ -38,6 +47,10 @@ _IN_MESSAGE = (
     r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)",
     # the raylet's death notice: `Worker PID: 93658 Worker exit type: SYSTEM_ERROR`
     r"Worker PID: (?P<w>\d+)",
+    # Ray's ActorDiedError (`\tpid: 2631` under `\tclass_name: RayWorkerWrapper`) and its memory monitor
+    # (`where the task (actor ID: 1ff7, name=RayWorkerWrapper.__init__, pid=2543, memory used=9.93GB)`)
+    r"^\tpid: (?P<w>\d+)$",
+    r"name=[\w.]+, pid=(?P<w>\d+), memory used=",
     r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
 )
@@ -105,14 +118,30 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
     # torchelastic stopping the siblings of a failed rank (the worker here is a pid)
     re.compile(r"Sending process (?P<w>\d+) closing signal (?P<sig>SIG[A-Z]+)"),
+    # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
+    re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
+    # the exit rows of a table, whose worker the row above names (TABLE_RANK): torchelastic's ChildFailedError,
+    # Open MPI's `Exit code:    1` under `Process name: [[17665,1],3]`, Hydra's `=   KILLED BY SIGNAL: 9 (Killed)`
+    # or `=   EXIT CODE: 139` under `=   RANK 3 PID 27494 RUNNING AT node1`
     re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)"),
+    re.compile(r"^\s*Exit code:\s+(?P<code>\d+)\s*$"),
+    re.compile(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
-# the table row that names the rank of the `exitcode :` row below it
-TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)")
+_TABLE_EXITS = EXIT_LINES[-3:]
+# the table row that names the worker of the exit row below it (Hydra's row without `RANK n` names none)
+TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
+                        r"|^\s*Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<mpi>\d+)\]"
+                        r"|^=\s+(?:RANK (?P<hydra>\d+) )?PID \d+ RUNNING AT ")
 # the trigger the prefilter runs for all of the above (one alternation)
 EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died with <Signals\.|srun: error: "
                 r"|noticed that process rank [0-9]+ with PID|Worker proc VllmWorker-[0-9]+ died|rocess [0-9]+ terminated with signal|closing signal SIG"
-                r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank")
+                r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
+                r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: ")
+
+
+def rank_of_row(m: re.Match[str]) -> str | None:
+    """The worker a TABLE_RANK row names (None: a row that names none, which ends the previous row's)."""
+    return m["w"] or m["mpi"] or m["hydra"]
 
 
 def _norm_code(code: int) -> int:
@@ -143,6 +172,8 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
             if "signal (?P<code>" in rx.pattern:
                 code = -code
             code = _norm_code(code)
+        elif g.get("signum"):
+            code = -int(g["signum"])
         elif g.get("sig"):
             code = -_SIGNALS.get(g["sig"], 0) or None
         elif g.get("state"):
@@ -153,7 +184,7 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
             workers: list[str | None] = list(_ids(g["ws"]))
         else:
             w = g.get("w")
-            if w is None and rx is EXIT_LINES[-1]:
+            if w is None and rx in _TABLE_EXITS:
                 w = table_rank
             if w is None:
                 w = worker_in_text([text])
@@ -168,15 +199,20 @@ def family_of_exit(code: int | None) -> str | None:
             -2: "process-killed-by-signal"}.get(code)  # type: ignore[arg-type]
 
 
+_ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu", "default")
+_HOST_RANK = re.compile(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 _ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
-    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3';
+    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3'; 'gpu187:2' stays;
     'WorkerDict pid=2421' == '2421' (the first id a rank, task, pid, worker or gpu word names)."""
     if w is None:
         return None
     s = str(w).strip()
+    host = _HOST_RANK.match(s)
+    if host is not None and host["host"].lower() not in _ID_WORDS:  # pdsh's host in front of a local rank: `gpu187:2` is not `gpu187:0`
+        return f"{host['host']}:{number_id(host['w'])}"
     m = _ID_AFTER.search(s)
     if m:
         return number_id(m.group(1))
