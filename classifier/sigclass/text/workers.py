@@ -118,6 +118,11 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
     # torchelastic stopping the siblings of a failed rank (the worker here is a pid)
     re.compile(r"Sending process (?P<w>\d+) closing signal (?P<sig>SIG[A-Z]+)"),
+    # vLLM's multiprocessing executor before V1: `Worker VllmWorkerProcess pid 3283517 died, exit code: -15`
+    # (the pid its `(VllmWorkerProcess pid=3283517)` prefix names)
+    re.compile(r"Worker \w+ pid (?P<w>\d+) died, exit code: (?P<code>-?\d+)"),
+    # Horovod's Gloo launcher: `Process 3 exit with status code 137.`
+    re.compile(r"^Process (?P<w>\d+) exit with status code (?P<code>-?\d+)"),
     # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
     re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
     # the exit rows of a table, whose worker the row above names (TABLE_RANK): torchelastic's ChildFailedError,
@@ -136,6 +141,7 @@ TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
 EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died with <Signals\.|srun: error: "
                 r"|noticed that process rank [0-9]+ with PID|Worker proc VllmWorker-[0-9]+ died|rocess [0-9]+ terminated with signal|closing signal SIG"
                 r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
+                r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: ")
 
 
