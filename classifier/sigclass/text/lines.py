@@ -100,7 +100,7 @@ def split_line(raw: str) -> Line:
     kind: str | None = None
     unit = tov = None
     lov: int | None = None
-    if "[" in content:
+    if "[" in content or "pid=" in content:
         lead = _LEAD.match(content)
         if lead is not None:  # a timestamp, a host or a paste's line number before a rank prefix
             content = content[lead.end():]

@@ -43,9 +43,14 @@ PREFIXES: tuple[Prefix, ...] = (
 
 # What may stand before a rank prefix, and is read past: a timestamp (`2024-11-20 14:37:16 [rank3]: `), the
 # host pdsh puts in front of a multi-node launcher's lines (`node-2: [rank9]: `), a paste's line number
-# (`[80746] [rank0]:`). Only ever in front of a rank prefix (the look-ahead), so no other line changes.
-LEAD = (r"(?:\[\d+\] |\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? +"
-        r"|[A-Za-z0-9][\w.-]*: )(?=\[(?:rank|default)\d+\]:)")
+# (`[80746] [rank0]:`). Only ever in front of a worker prefix (the look-ahead), so no other line changes.
+# A timestamp (`kubectl logs --timestamps`, `docker logs -t`) may stand before a Ray or vLLM process prefix too
+# (`2025-03-10T12:00:00.123456789Z (VllmWorker rank=1 pid=5640) ERROR ...`).
+_RANK_AHEAD = r"\[(?:rank|default)\d+\]:"
+_PROCESS_AHEAD = r"\((?:[A-Za-z_][\w.:-]*[ ,][^()\n]{0,80}?)?pid=\d+"
+LEAD = (r"(?:(?:\[\d+\] |[A-Za-z0-9][\w.-]*: )(?=" + _RANK_AHEAD + ")"
+        r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? +"
+        r"(?=" + _RANK_AHEAD + "|" + _PROCESS_AHEAD + "))")
 
 @dataclass(frozen=True, slots=True)
 class Stream:
