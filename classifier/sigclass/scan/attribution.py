@@ -17,8 +17,9 @@ never compares line numbers across workers. It ranks every failure by how direct
 
 then by the time the fault began, where the failure carries a timestamp of its own stream (a watchdog that
 "ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
-worker's failures, then, among equal faults of several workers with no time of their own (every rank printing
-the same OOM), by which was printed first, then by worker id. A weak failure (no
+worker's failures, then, among direct faults of several workers with no time of their own (every rank printing
+the same OOM), by which was printed first, then by worker id (a launcher's summary lists the workers in an order
+of its own: torchelastic puts the first observed failure last). A weak failure (no
 family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
 "first observed failure" is evidence, not truth: it is often a victim that exited first.
 """
@@ -80,7 +81,7 @@ class _Cand:
     ordinal: int  # its place among its worker's failures (file order is time order within one worker)
     basis: str
     process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
-    first: int = 0  # among equal faults of different workers with no time of their own: the one printed first
+    first: int = 0  # among equal direct faults of different workers with no time of their own: the first printed
 
     def key(self) -> tuple:
         return (-self.tier, self.began is None, self.began or "", self.ordinal, self.first, _worker_key(self.worker),
@@ -191,11 +192,12 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     floor: dict[str | None, int] = {}
     for c in sorted(cands, key=lambda c: c.line):
         c.ordinal = per_worker.get(c.worker, 0)
-        c.first = c.line
+        if c.tier == TIER_DIRECT:
+            c.first = c.line  # a launcher's summary lists workers in its own order (torchelastic's root cause last)
         per_worker[c.worker] = c.ordinal + 1
         if c.tier in (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN) and c.process in floor:
             c.tier = min(c.tier, floor[c.process])
-        if TIER_STOPPED <= c.tier <= TIER_SECONDARY:  # a launcher's report or exit line is not the worker's own
+        if c.tier <= TIER_SECONDARY:
             floor[c.process] = min(floor.get(c.process, c.tier), c.tier)
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]
