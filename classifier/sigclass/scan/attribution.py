@@ -35,7 +35,7 @@ from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import Stream
 from sigclass.text.workers import EXIT_LINES, Exit, family_of_exit, norm_worker, worker_in_text, worker_of_stream
-from sigclass.vocab import CauseBasis, Role, Status, UNKNOWN
+from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
 
 _RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
@@ -146,6 +146,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                 tier = TIER_UNKNOWN if any(_ERROR_LINE.search(x) for x in block) else TIER_UNSEEN
         elif f.family == "nccl-error" and _VICTIM_WORDS.search(text):
             tier = TIER_SECONDARY
+        elif f.method == Method.LEARNED and not any(_ERROR_LINE.search(x) for x in block):
+            tier = TIER_UNSEEN  # the model's guess at a traceback cut short before its error line: a weak sign
         elif summary:
             tier = TIER_SUMMARY
         elif f.family == "nccl-error":

@@ -45,6 +45,9 @@ _IN_MESSAGE = (
     r"--local[_-]rank[= ]'?(?P<w>\d+)",
     # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
     r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)",
+    # Xoscar (Xinference's actor pool) relays a remote actor's error with its address and pid:
+    # `[address=0.0.0.0:44163, pid=584] cannot import name ...`
+    r"\[address=[^,\]\s]+, pid=(?P<w>\d+)\]",
     # the raylet's death notice: `Worker PID: 93658 Worker exit type: SYSTEM_ERROR`
     r"Worker PID: (?P<w>\d+)",
     # Ray's ActorDiedError (`\tpid: 2631` under `\tclass_name: RayWorkerWrapper`) and its memory monitor
