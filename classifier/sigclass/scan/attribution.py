@@ -34,7 +34,8 @@ from typing import Iterable, Sequence
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import Stream
-from sigclass.text.workers import EXIT_LINES, Exit, family_of_exit, norm_worker, worker_in_text, worker_of_stream
+from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, Exit, family_of_exit, norm_worker, worker_in_text,
+                                   worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
 
@@ -162,6 +163,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
     # family implies, else the one worker the launcher saw fail
     failed = sorted({norm_worker(e.worker) for e in exits if e.worker is not None and e.code not in _NOT_FAILED})
+    # several failed: the one the launcher saw fail first (evidence, not truth, but all there is for these lines)
+    first_seen = {norm_worker(e.worker) for e in exits
+                  if e.worker is not None and e.code not in _NOT_FAILED and FIRST_OBSERVED.search(e.text)}
     for c in cands:
         if c.worker is not None or c.tier < TIER_UNSEEN:
             continue
@@ -171,6 +175,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.worker = norm_worker(near[0].worker)
         elif len(failed) == 1:
             c.worker = failed[0]
+        elif len(first_seen) == 1:
+            c.worker = next(iter(first_seen))
     # an exit and no failure of that worker: a candidate of its own (a telling code: how sure, see _SURE;
     # exit 1: it failed, why is not said)
     seen_workers = {c.worker for c in cands if c.worker is not None and c.tier >= TIER_UNSEEN}

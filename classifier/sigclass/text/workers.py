@@ -136,6 +136,9 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
 _TABLE_EXITS = EXIT_LINES[-3:]
+# the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
+# 3` (its first failure), Open MPI's `Exit code:` row under `The first process to do so was:`
+FIRST_OBSERVED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: |^\s*Exit code:")
 # the table row that names the worker of the exit row below it (Hydra's row without `RANK n` names none)
 TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
                         r"|^\s*Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<mpi>\d+)\]"
