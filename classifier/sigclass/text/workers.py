@@ -213,12 +213,13 @@ def family_of_exit(code: int | None) -> str | None:
 
 _ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu", "default")
 _HOST_RANK = re.compile(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
-_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu)[\s_=:-]*(\d+)(?![\d.])")
+_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
     """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3'; 'gpu187:2' stays;
-    'WorkerDict pid=2421' == '2421' (the first id a rank, task, pid, worker or gpu word names)."""
+    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3' (the first id a rank, task, pid, worker, gpu or TP word
+    names)."""
     if w is None:
         return None
     s = str(w).strip()
