@@ -34,8 +34,8 @@ from typing import Iterable, Sequence
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import Stream
-from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, Exit, family_of_exit, norm_worker, worker_in_text,
-                                   worker_of_stream)
+from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
+                                   worker_in_text, worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
 
@@ -133,7 +133,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         # the head and the tail of a failure say what it is (a long traceback's middle is frames)
         whole = list(f.block or f.evidence or ())
         block = whole if len(whole) <= 40 else whole[:5] + whole[-35:]
-        worker = norm_worker(f.worker) or norm_worker(worker_of_stream(f.stream)) or norm_worker(worker_in_text(block))
+        relayed = next((m["w"] for m in map(RELAYED_FROM.search, block) if m), None)
+        # an error relayed from another process is that process's fault, whoever printed it
+        worker = norm_worker(relayed) or norm_worker(f.worker) or norm_worker(worker_of_stream(f.stream)) \
+            or norm_worker(worker_in_text(block))
         summary = _is_summary(block)
         text = "\n".join(block)
         if f.family in _STOPPED:

@@ -38,7 +38,8 @@ _IN_MESSAGE = (
     # vLLM's Ray executor: `RayWorkerProc rank=[3] died unexpectedly`
     r"rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly",
     # SGLang's log prefix: `[2025-03-10 12:00:00 TP1] `, `[2025-03-10 12:00:00 DP0 TP3] Scheduler hit an exception`
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: [A-Z]{2}\d+)*? TP(?P<w>\d+)(?: [A-Z]{2}\d+)*\] ",
+    # (a failure's lines start after the time, which is read as the line's header)
+    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d )?(?:[A-Z]{2}\d+ )*TP(?P<w>\d+)(?: [A-Z]{2}\d+)*\] ",
     # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
     r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]",
     # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
@@ -50,14 +51,17 @@ _IN_MESSAGE = (
     r"\[address=[^,\]\s]+, pid=(?P<w>\d+)\]",
     # the raylet's death notice: `Worker PID: 93658 Worker exit type: SYSTEM_ERROR`
     r"Worker PID: (?P<w>\d+)",
-    # Ray's ActorDiedError (`\tpid: 2631` under `\tclass_name: RayWorkerWrapper`) and its memory monitor
+    # Ray's memory monitor names the task it killed
     # (`where the task (actor ID: 1ff7, name=RayWorkerWrapper.__init__, pid=2543, memory used=9.93GB)`)
-    r"^\tpid: (?P<w>\d+)$",
     r"name=[\w.]+, pid=(?P<w>\d+), memory used=",
     r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
 )
 IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSAGE)
+# A remote error relayed by another process names the process it came from: Ray's
+# `ray.exceptions.RayTaskError(RuntimeError): ray::CriticModelRayActor.save_checkpoint() (pid=499917, ip=...)`
+# printed among the lines of the actor that called it
+RELAYED_FROM = re.compile(r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)")
 
 
 def number_id(digits: str) -> str:
