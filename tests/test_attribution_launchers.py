@@ -1,0 +1,272 @@
+"""Root attribution on real launcher output: which worker a verdict names, for the forms each launcher prints.
+
+Every excerpt is quoted byte for byte from the public source named above it (a training-split thread of the
+labelled corpus); the verdict is read through the public API. Format-level cases (a launcher's own format
+string, from its source) are at the end, on `exits_in_line` and `norm_worker`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import sigclass
+from sigclass.text.workers import exits_in_line, norm_worker, worker_in_text
+
+
+def _cause(text: str):
+    v = sigclass.classify(text, as_text=True).verdict
+    assert v is not None
+    return v.cause
+
+
+def _assert_cause(text: str, family: str, worker: str) -> None:
+    c = _cause(text)
+    assert c is not None, "no cause"
+    assert (c.family, norm_worker(c.worker)) == (family, norm_worker(worker)), c
+
+
+# https://github.com/markxio/learning-model-of-life/blob/main/bionemo-framework/README.md (every rank runs out
+# of memory the same way; rank 3 printed first)
+EVO2 = """\
+[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.13 GiB. GPU 3 has a total capacity of 79.25 GiB of which 3.02 GiB is free. Process 1142987 has 76.22 GiB memory in use. Of the allocated memory 75.13 GiB is allocated by PyTorch, and 18.76 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.13 GiB. GPU 1 has a total capacity of 79.25 GiB of which 3.02 GiB is free. Process 1142985 has 76.22 GiB memory in use. Of the allocated memory 75.13 GiB is allocated by PyTorch, and 18.76 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.13 GiB. GPU 2 has a total capacity of 79.25 GiB of which 3.02 GiB is free. Process 1142986 has 76.22 GiB memory in use. Of the allocated memory 75.13 GiB is allocated by PyTorch, and 18.76 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.13 GiB. GPU 0 has a total capacity of 79.25 GiB of which 3.02 GiB is free. Process 1142984 has 76.22 GiB memory in use. Of the allocated memory 75.13 GiB is allocated by PyTorch, and 18.76 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+"""
+
+
+def test_equal_faults_on_every_rank_name_the_rank_printed_first():
+    _assert_cause(EVO2, "cuda-oom", "rank3")
+
+
+def test_equal_faults_follow_the_printed_order_not_the_rank_number():
+    lines = EVO2.splitlines(keepends=True)
+    _assert_cause("".join(lines[1:] + lines[:1]), "cuda-oom", "rank1")
+
+
+# https://github.com/sanghyun-son/EDSR-PyTorch/issues/239 (an unprefixed traceback; srun names the task)
+EDSR = """\
+ File "trainCNNmodel.py", line 358, in <module>
+    outputs = net(inputs)
+  File "/N/u/user/anaconda3/lib/python3.7/site-packages/torch/nn/modules/module.py", line 541, in __call__
+    result = self.forward(*input, **kwargs)
+  File "trainCNNmodel.py", line 171, in forward
+    x = self.pool(F.relu(self.conv1(x)))
+  File "/N/u/user/anaconda3/lib/python3.7/site-packages/torch/nn/modules/module.py", line 541, in __call__
+    result = self.forward(*input, **kwargs)
+  File "/N/u/user/anaconda3/lib/python3.7/site-packages/torch/nn/modules/conv.py", line 345, in forward
+    return self.conv2d_forward(input, self.weight)
+  File "/N/u/user/anaconda3/lib/python3.7/site-packages/torch/nn/modules/conv.py", line 342, in conv2d_forward
+    self.padding, self.dilation, self.groups)
+RuntimeError: Given groups=1, weight of size 128 4 2 2, expected input[175, 3, 256, 256] to have 4 channels, but got 3 channels instead
+srun: error: j-071: task 0: Exited with exit code 1
+"""
+
+
+def test_srun_exited_with_exit_code_names_the_task_of_an_unprefixed_fault():
+    _assert_cause(EDSR, "unknown", "task 0")
+
+
+# https://github.com/xorbitsai/inference/issues/4455 (Xoscar relays the model actor's error with its pid)
+XINFERENCE = """\
+2026-01-08 04:57:04,362 xinference.core.supervisor 83 ERROR    Failed to launch replica PaddleOCR-VL-0: [address=0.0.0.0:44163, pid=584] cannot import name 'TransformersKwargs' from 'transformers.utils' (/usr/local/lib/python3.10/dist-packages/transformers/utils/__init__.py)
+2026-01-08 04:57:04,362 xinference.core.supervisor 83 DEBUG    [request 87f11c18-ec91-11f0-98c2-0242ac110002] Enter terminate_model, args: <xinference.core.supervisor.SupervisorActor object at 0x7f4efabeccc0>,PaddleOCR-VL, kwargs: suppress_exception=True
+2026-01-08 04:57:04,362 xinference.core.supervisor 83 DEBUG    [request 87f11c18-ec91-11f0-98c2-0242ac110002] Leave terminate_model, elapsed time: 0 s
+2026-01-08 04:57:04,362 xinference.core.supervisor 83 ERROR    [request 80e3d76c-ec91-11f0-98c2-0242ac110002] Leave launch_builtin_model, error: [address=0.0.0.0:44163, pid=584] cannot import name 'TransformersKwargs' from 'transformers.utils' (/usr/local/lib/python3.10/dist-packages/transformers/utils/__init__.py), elapsed time: 11 s
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/xinference/core/utils.py", line 94, in wrapped
+    ret = await func(*args, **kwargs)
+"""
+
+
+def test_an_actor_error_relayed_with_its_address_and_pid_names_that_pid():
+    _assert_cause(XINFERENCE, "import-error", "pid=584")
+
+
+# https://github.com/sgl-project/sglang/issues/3713 (SGLang's `[time TP0]` log prefix)
+SGLANG = """\
+[2025-02-21 22:59:28 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1825, in run_scheduler_process
+    scheduler.event_loop_overlap()
+  File "/usr/local/lib/python3.10/dist-packages/torch/utils/_contextlib.py", line 116, in decorate_context
+    return func(*args, **kwargs)
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 519, in event_loop_overlap
+    self.process_batch_result(tmp_batch, tmp_result)
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1116, in process_batch_result
+    self.process_batch_result_decode(batch, result)
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1308, in process_batch_result_decode
+    self.current_stream.synchronize()
+  File "/usr/local/lib/python3.10/dist-packages/torch/cuda/streams.py", line 100, in synchronize
+    super().synchronize()
+RuntimeError: CUDA error: an illegal memory access was encountered
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+"""
+
+
+def test_sglang_tp_prefix_names_the_tensor_parallel_rank():
+    _assert_cause(SGLANG, "cuda-illegal-memory-access", "TP0")
+
+
+# https://github.com/vllm-project/vllm/issues/33297 (a CI runner's timestamp before vLLM's process prefix)
+VLLM_TS = """\
+[2026-01-28T23:59:42Z] (EngineCore_DP0 pid=972) ERROR 01-28 15:59:42 [core.py:935] ValueError: Free memory on device cuda:0 (1.53/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.
+"""
+
+
+def test_a_timestamp_before_a_vllm_process_prefix_keeps_the_process():
+    _assert_cause(VLLM_TS, "vllm-orphan-gpu-memory", "EngineCore_DP0 pid=972")
+
+
+# https://github.com/vllm-project/vllm/issues/29265 (the engine reports the Ray actor it lost)
+VLLM_ACTOR = """\
+(EngineCore_DP0 pid=726)                  ^^^^^^^^
+(EngineCore_DP0 pid=726)   File "/usr/local/lib/python3.12/dist-packages/ray/_private/auto_init_hook.py", line 22, in auto_init_wrapper
+(EngineCore_DP0 pid=726)     return fn(*args, **kwargs)
+(EngineCore_DP0 pid=726)            ^^^^^^^^^^^^^^^^^^^
+(EngineCore_DP0 pid=726)   File "/usr/local/lib/python3.12/dist-packages/ray/_private/client_mode_hook.py", line 104, in wrapper
+(EngineCore_DP0 pid=726)     return func(*args, **kwargs)
+(EngineCore_DP0 pid=726)            ^^^^^^^^^^^^^^^^^^^^^
+(EngineCore_DP0 pid=726)   File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 2961, in get
+(EngineCore_DP0 pid=726)     values, debugger_breakpoint = worker.get_objects(
+(EngineCore_DP0 pid=726)                                   ^^^^^^^^^^^^^^^^^^^
+(EngineCore_DP0 pid=726)   File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 1028, in get_objects
+(EngineCore_DP0 pid=726)     raise value
+(EngineCore_DP0 pid=726) ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+(EngineCore_DP0 pid=726) \tclass_name: RayWorkerWrapper
+(EngineCore_DP0 pid=726) \tactor_id: eb6661ac8260c64e89bc2be601000000
+(EngineCore_DP0 pid=726) \tpid: 676
+(EngineCore_DP0 pid=726) \tnamespace: 64fcde30-4f4e-4642-8ab7-c24a8a33dab9
+"""
+
+
+def test_a_dead_actor_reported_by_the_engine_is_the_engine_s_finding():
+    _assert_cause(VLLM_ACTOR, "ray-actor-died", "EngineCore_DP0 pid=726")
+
+
+# https://github.com/huggingface/lerobot/issues/3818 (Ctrl-C; a DataLoader traceback cut short follows)
+LEROBOT = """\
+^CW0616 16:14:04.056000 3791882 site-packages/torch/distributed/elastic/agent/server/api.py:739] Received 2 death signal, shutting down workers
+W0616 16:14:04.059000 3791882 site-packages/torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 3792016 closing signal SIGINT
+W0616 16:14:04.060000 3791882 site-packages/torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 3792017 closing signal SIGINT
+Exception ignored in atexit callback: <function _MultiProcessingDataLoaderIter._clean_up_worker at 0x7f9c62150360>
+Traceback (most recent call last):
+  File "/userpath/application/miniconda3/envs/lb_server/lib/python3.12/site-packages/torch/utils/data/dataloader.py", line 1703, in _clean_up_worker
+    w.join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
+  File "/userpath/application/miniconda3/envs/lb_server/lib/python3.12/multiprocessing/process.py", line 149, in join
+    res = self._popen.wait(timeout)
+          ^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/userpath/application/miniconda3/envs/lb_server/lib/python3.12/multiprocessing/popen_fork.py", line 40, in wait
+    if not wait([self.sentinel], timeout):
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+"""
+
+
+def test_a_stop_signal_before_a_traceback_cut_short_stays_the_cause():
+    c = _cause(LEROBOT)
+    assert c is not None and c.family == "process-killed-by-signal", c
+
+
+# --------------------------------------------------------------------------- launchers' own format strings
+
+
+@pytest.mark.parametrize("lines, worker, code", [
+    # Open MPI's help text (help-orterun.txt, non-zero-exit): the first failed process and its exit code
+    (["mpirun detected that one or more processes exited with non-zero status, thus causing",
+      "the job to be terminated. The first process to do so was:", "",
+      "  Process name: [[2403,1],1]", "  Exit code:    3"], "1", 3),
+    # PRRTE (Open MPI 5)
+    (["   Process name: [prterun-host-147515@1,0]", "   Exit code:    6"], "0", 6),
+    # MPICH / Intel MPI (Hydra)
+    (["=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "=   RANK 1 PID 27494 RUNNING AT node1",
+      "=   KILLED BY SIGNAL: 11 (Segmentation fault)"], "1", -11),
+    (["=   RANK 3 PID 65033 RUNNING AT gn59", "=   EXIT CODE: 137"], "3", -9),
+    # torchelastic's ChildFailedError table
+    (["  rank      : 3 (local_rank: 3)", "  exitcode  : -9 (pid: 7791)"], "3", -9),
+])
+def test_a_launcher_table_names_the_worker_of_its_exit_row(lines, worker, code):
+    from sigclass.text.workers import TABLE_RANK, rank_of_row
+
+    rank = None
+    exits = []
+    for n, ln in enumerate(lines, 1):
+        row = TABLE_RANK.match(ln)
+        if row is not None:
+            rank = rank_of_row(row)
+        else:
+            exits.extend(exits_in_line(ln, n, rank))
+    assert [(e.worker, e.code) for e in exits] == [(worker, code)]
+
+
+def test_a_hydra_row_without_a_rank_does_not_lend_the_previous_one():
+    from sigclass.text.workers import TABLE_RANK, rank_of_row
+
+    assert rank_of_row(TABLE_RANK.match("=   RANK 2 PID 5 RUNNING AT a")) == "2"
+    assert rank_of_row(TABLE_RANK.match("=   PID 5491 RUNNING AT gn59")) is None
+
+
+@pytest.mark.parametrize("line, worker, code", [
+    # vLLM before V1 (multiproc_worker_utils: "Worker %s pid %s died, exit code: %s")
+    ("ERROR 07-04 10:05:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 3283517 died, exit code: -15",
+     "3283517", -15),
+    # Horovod's Gloo launcher
+    ("Process 0 exit with status code 137.", "0", -9),
+    # vLLM's Ray executor (v2): "RayWorkerProc rank=%s died unexpectedly, shutting down executor."
+    ("ERROR ... [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.", "3", 1),
+    # srun
+    ("srun: error: j-071: task 0: Exited with exit code 1", "0", 1),
+    ("srun: error: gpu-node-3: task 2: Out Of Memory", "2", -9),
+])
+def test_a_launcher_exit_line_names_the_worker_and_its_code(line, worker, code):
+    assert [(e.worker, e.code) for e in exits_in_line(line, 1, None)] == [(worker, code)]
+
+
+@pytest.mark.parametrize("lines, worker", [
+    # torch.multiprocessing.spawn relays a child's error under its index
+    (["Exception:", "", "-- Process 6 terminated with the following error:", "Traceback (most recent call last):"], "6"),
+    # Open MPI's first failed process
+    (["  Process name: [[29973,1],1]"], "1"),
+    # Hydra
+    (["=   RANK 1 PID 31671 RUNNING AT s001-n020"], "1"),
+    # Xoscar's relayed actor error
+    (["Failed to launch replica: [address=0.0.0.0:44163, pid=584] cannot import name"], "584"),
+    # SGLang, with and without the time the header takes
+    (["[2025-02-21 22:59:28 TP3] Scheduler hit an exception: Traceback (most recent call last):"], "3"),
+    (["DP0 TP2] Scheduler hit an exception: Traceback (most recent call last):"], "2"),
+])
+def test_a_failure_s_own_text_names_its_worker(lines, worker):
+    assert worker_in_text(lines) == worker
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("gpu187:2", "gpu187:2:", True),
+    ("gpu187:2", "gpu187:0", False),  # pdsh's host before a local rank: two ranks of one host
+    ("rank:3", "3", True),
+    ("TP0", "0", True),
+    ("Worker_TP1 pid=5642", "5642", True),  # a vLLM worker process is named by its pid
+    ("address=0.0.0.0:44163, pid=584", "584", True),
+])
+def test_worker_ids_compare_as_the_launchers_print_them(a, b, same):
+    assert (norm_worker(a) == norm_worker(b)) is same
+
+
+def test_an_unprefixed_fault_takes_the_worker_the_launcher_saw_fail_first():
+    # torchelastic's own lines around an unprefixed OOM: two ranks exit 1, the agent saw local rank 3 first
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/w/train.py", line 88, in <module>',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+        "79.15 GiB of which 1.02 GiB is free.",
+        "E1120 14:47:20.900000 7710 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 3 (pid: 7791) of binary: /usr/bin/python",
+        "Failures:",
+        "[1]:",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 7789)",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  rank      : 3 (local_rank: 3)",
+        "  exitcode  : 1 (pid: 7791)",
+    ]) + "\n"
+    _assert_cause(text, "cuda-oom", "3")
