@@ -270,3 +270,23 @@ def test_an_unprefixed_fault_takes_the_worker_the_launcher_saw_fail_first():
         "  exitcode  : 1 (pid: 7791)",
     ]) + "\n"
     _assert_cause(text, "cuda-oom", "3")
+
+
+def test_a_chain_of_ray_relays_names_the_actor_where_the_error_began():
+    # Ray prints a relayed error's outermost task first (`ray.exceptions.RayTaskError(E): ray::Class.method()
+    # (pid=N, ip=...)`); the last relay in the chain is the actor that raised it
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/w/main.py", line 94, in run',
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::Runner.run() (pid=104449, ip=10.130.71.7, "
+        "actor_id=36b6798a692f88dfb0e149e301000000, repr=<main.Runner object at 0x783e766c0ca0>)",
+        '  File "/w/ray_trainer.py", line 657, in fit',
+        "    actor_output = self.actor_rollout_ref_wg.update_actor(batch)",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_ref_update_actor() "
+        "(pid=118848, ip=10.130.71.7, actor_id=b2ba64f62469495ea505301701000000)",
+        '  File "/w/fsdp_workers.py", line 432, in update_actor',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 1.02 GiB is free.",
+    ]) + "\n"
+    _assert_cause(text, "cuda-oom", "pid=118848")

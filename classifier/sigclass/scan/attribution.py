@@ -133,8 +133,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         # the head and the tail of a failure say what it is (a long traceback's middle is frames)
         whole = list(f.block or f.evidence or ())
         block = whole if len(whole) <= 40 else whole[:5] + whole[-35:]
-        relayed = next((m["w"] for m in map(RELAYED_FROM.search, block) if m), None)
-        # an error relayed from another process is that process's fault, whoever printed it
+        relays = [m["w"] for m in map(RELAYED_FROM.search, block) if m]
+        relayed = relays[-1] if relays else None
+        # an error relayed from another process is that process's fault, whoever printed it (a chain of relays
+        # prints the outermost first: the last names the process where it began)
         worker = norm_worker(relayed) or norm_worker(f.worker) or norm_worker(worker_of_stream(f.stream)) \
             or norm_worker(worker_in_text(block))
         summary = _is_summary(block)
