@@ -290,3 +290,24 @@ def test_a_chain_of_ray_relays_names_the_actor_where_the_error_began():
         "79.15 GiB of which 1.02 GiB is free.",
     ]) + "\n"
     _assert_cause(text, "cuda-oom", "pid=118848")
+
+
+# https://github.com/vllm-project/vllm/pull/41834 (vLLM under Docker Compose: the service column before the
+# process prefix)
+COMPOSE = """\
+vllm-sm120  | (EngineCore pid=494) INFO 06-19 14:45:12 [multiproc_executor.py:426] [shutdown] Executor: waiting for worker exit count=2
+vllm-sm120  | (Worker_TP0_EP0 pid=635) INFO 06-19 14:45:12 [multiproc_executor.py:790] Parent process exited, terminating worker queues
+vllm-sm120  | (Worker_TP1_EP1 pid=636) Process VllmWorker-1:
+vllm-sm120  | (Worker_TP0_EP0 pid=635) Process VllmWorker-0:
+vllm-sm120  | (Worker_TP1_EP1 pid=636) Traceback (most recent call last):
+vllm-sm120  | (Worker_TP0_EP0 pid=635) Traceback (most recent call last):
+"""
+
+
+def test_a_compose_service_column_before_a_process_prefix_keeps_the_process():
+    from sigclass.text.lines import split_line
+
+    got = [(ln.stream.kind, ln.stream.id) if ln.stream else None for ln in map(split_line, COMPOSE.splitlines())]
+    assert got == [("EngineCore", "494"), ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"),
+                   ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"), ("Worker_TP0_EP0", "635")]
+    assert split_line("single-1   | INFO plain line").stream is None  # no worker prefix: the line is left alone

@@ -48,8 +48,9 @@ PREFIXES: tuple[Prefix, ...] = (
 # (`2025-03-10T12:00:00.123456789Z (VllmWorker rank=1 pid=5640) ERROR ...`).
 _RANK_AHEAD = r"\[(?:rank|default)\d+\]:"
 _PROCESS_AHEAD = r"\((?:[A-Za-z_][\w.:-]*[ ,][^()\n]{0,80}?)?pid=\d+"
+# Docker Compose's service column (`vllm-1  | (EngineCore_DP0 pid=5) ...`) stands before either.
 LEAD = (r"(?:(?:\[\d+\] |[A-Za-z0-9][\w.-]*: )(?=" + _RANK_AHEAD + ")"
-        r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? +"
+        r"|(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|[A-Za-z0-9][\w.-]*+ *+\|) +"
         r"(?=" + _RANK_AHEAD + "|" + _PROCESS_AHEAD + "))")
 
 @dataclass(frozen=True, slots=True)
