@@ -311,3 +311,35 @@ def test_a_compose_service_column_before_a_process_prefix_keeps_the_process():
     assert got == [("EngineCore", "494"), ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"),
                    ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"), ("Worker_TP0_EP0", "635")]
     assert split_line("single-1   | INFO plain line").stream is None  # no worker prefix: the line is left alone
+
+
+# https://github.com/horovod/horovod/pull/2829 (horovodrun on Gloo: `[N]<stderr>:` prefixes, then its exit lines;
+# rank 0's own error came first, the others lost their peer)
+HOROVOD_GLOO = """\
+[0]<stderr>:RuntimeError: check_rank and exit epoch=1 batch=0 start_rank=0 rank=0
+[0]<stderr>:Killed
+
+[1]<stderr>:Terminated
+[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'
+[1]<stderr>:  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:3977: Connection reset by peer
+[1]<stderr>:Aborted (core dumped)
+
+[2]<stderr>:terminate called after throwing an instance of 'gloo::IoException'
+[2]<stderr>:  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:54168
+[2]<stderr>:Aborted (core dumped)
+
+[3]<stderr>:terminate called after throwing an instance of 'gloo::IoException'
+[3]<stderr>:  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:52398: Connection reset by peer
+[3]<stderr>:Aborted (core dumped)
+Process 0 exit with status code 137.
+Process 3 exit with status code 134.
+Process 2 exit with status code 134.
+"""
+
+
+def test_horovod_gloo_prefixes_and_exit_lines_name_the_ranks():
+    from sigclass.text.lines import split_line
+
+    assert {ln.worker for ln in map(split_line, HOROVOD_GLOO.splitlines()) if ln.stream} == {"0", "1", "2", "3"}
+    c = _cause(HOROVOD_GLOO)
+    assert c is not None and c.worker == "0" and c.line == 1, c

@@ -1,4 +1,4 @@
-"""Worker prefixes: the one table of line prefixes that name a rank, an MPI task or a Ray / vLLM process.
+"""Worker prefixes: the one table of line prefixes that name a rank, an MPI or Horovod task or a Ray / vLLM process.
 
 Line splitting (`text.lines.split_line`, on decoded lines the prefilter
 picked) and the byte census of a combined log (`runs.sources`, one pass over
@@ -28,6 +28,8 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("jsonl", r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:", None),
     Prefix("rank", r"\[(?:rank|default)(?P<w>\d+)\]: ?", r"\[(?:rank|default)(?P<w>\d+)\]:", names_rank=True),
     Prefix("mpi", r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
+    # Horovod's Gloo launcher: `[3]<stderr>:` (horovodrun without mpirun)
+    Prefix("mpi", r"\[(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
     # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
     # `(VllmWorker rank=2 pid=5640)`; the census counts a name directly followed by the pid, or a bare pid
     # (the key=value pairs before the pid, none of them a pid, are possessive: a line that is not a prefix fails
