@@ -343,3 +343,20 @@ def test_horovod_gloo_prefixes_and_exit_lines_name_the_ranks():
     assert {ln.worker for ln in map(split_line, HOROVOD_GLOO.splitlines()) if ln.stream} == {"0", "1", "2", "3"}
     c = _cause(HOROVOD_GLOO)
     assert c is not None and c.worker == "0" and c.line == 1, c
+
+
+def test_an_engine_core_copy_printed_first_does_not_hide_the_worker_that_raised_it():
+    # vLLM's engine process re-raises a worker's error (`EngineCore encountered a fatal error.`); with the same
+    # fault and time in the worker's own lines, the worker is the cause
+    text = """\
+(EngineCore_DP0 pid=5500) ERROR 05-01 12:00:01 [core.py:634] EngineCore encountered a fatal error.
+(EngineCore_DP0 pid=5500) ERROR 05-01 12:00:01 [core.py:634] Traceback (most recent call last):
+(EngineCore_DP0 pid=5500) ERROR 05-01 12:00:01 [core.py:634]   File "/v/core.py", line 10, in run_engine_core
+(EngineCore_DP0 pid=5500) ERROR 05-01 12:00:01 [core.py:634] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.02 GiB is free.
+(VllmWorker rank=1 pid=5640) ERROR 05-01 12:00:01 [multiproc_executor.py:522] WorkerProc hit an exception.
+(VllmWorker rank=1 pid=5640) ERROR 05-01 12:00:01 [multiproc_executor.py:522] Traceback (most recent call last):
+(VllmWorker rank=1 pid=5640) ERROR 05-01 12:00:01 [multiproc_executor.py:522]   File "/v/worker.py", line 10, in worker_busy_loop
+(VllmWorker rank=1 pid=5640) ERROR 05-01 12:00:01 [multiproc_executor.py:522] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.02 GiB is free.
+"""
+    _assert_cause(text, "cuda-oom", "VllmWorker rank=1 pid=5640")
+    _assert_cause(text.replace("VllmWorker rank=1 pid=5640", "Worker_TP1 pid=5640"), "cuda-oom", "Worker_TP1 pid=5640")

@@ -17,9 +17,10 @@ never compares line numbers across workers. It ranks every failure by how direct
 
 then by the time the fault began, where the failure carries a timestamp of its own stream (a watchdog that
 "ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
-worker's failures, then, among direct faults of several workers with no time of their own (every rank printing
-the same OOM), by which was printed first, then by worker id (a launcher's summary lists the workers in an order
-of its own: torchelastic puts the first observed failure last). A weak failure (no
+worker's failures, then a worker's own lines before a helper process's copy of the same fault (vLLM's EngineCore
+re-raises what a worker raised), then, among direct faults of several workers with no time of their own (every
+rank printing the same OOM), by which was printed first, then by worker id (a launcher's summary lists the
+workers in an order of its own: torchelastic puts the first observed failure last). A weak failure (no
 family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
 "first observed failure" is evidence, not truth: it is often a victim that exited first.
 """
@@ -33,7 +34,7 @@ from typing import Iterable, Sequence
 
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.text.lines import fingerprint
-from sigclass.text.prefixes import Stream
+from sigclass.text.prefixes import NOT_A_WORKER, Stream
 from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
                                    worker_in_text, worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
@@ -83,10 +84,11 @@ class _Cand:
     basis: str
     process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
     first: int = 0  # among equal direct faults of different workers with no time of their own: the first printed
+    helper: bool = False  # printed by a helper process of a worker (vLLM's EngineCore): a copy when a worker shows it too
 
     def key(self) -> tuple:
-        return (-self.tier, self.began is None, self.began or "", self.ordinal, self.first, _worker_key(self.worker),
-                self.family, self.fingerprint)
+        return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
+                _worker_key(self.worker), self.family, self.fingerprint)
 
 
 def _worker_key(w: str | None) -> tuple:
@@ -137,8 +139,11 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         relayed = relays[-1] if relays else None
         # an error relayed from another process is that process's fault, whoever printed it (a chain of relays
         # prints the outermost first: the last names the process where it began)
-        worker = norm_worker(relayed) or norm_worker(f.worker) or norm_worker(worker_of_stream(f.stream)) \
-            or norm_worker(worker_in_text(block))
+        worker = norm_worker(relayed) or norm_worker(f.worker)
+        # a helper process of a worker (vLLM's EngineCore) re-raises what a worker raised: a copy of the fault, not
+        # its origin, when a worker's own lines show the same
+        helper = worker is None and f.stream is not None and f.stream.kind.startswith(NOT_A_WORKER)
+        worker = worker or norm_worker(worker_of_stream(f.stream)) or norm_worker(worker_in_text(block))
         summary = _is_summary(block)
         text = "\n".join(block)
         if f.family in _STOPPED:
@@ -164,7 +169,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         began = _began(f.time, block) if f.timed else None
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
-                           _process_of(f.stream, worker)))
+                           _process_of(f.stream, worker), helper=helper))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
     # family implies, else the one worker the launcher saw fail
     failed = sorted({norm_worker(e.worker) for e in exits if e.worker is not None and e.code not in _NOT_FAILED})
