@@ -360,3 +360,39 @@ def test_an_engine_core_copy_printed_first_does_not_hide_the_worker_that_raised_
 """
     _assert_cause(text, "cuda-oom", "VllmWorker rank=1 pid=5640")
     _assert_cause(text.replace("VllmWorker rank=1 pid=5640", "Worker_TP1 pid=5640"), "cuda-oom", "Worker_TP1 pid=5640")
+
+
+# https://github.com/Azure/azureml-assets/issues/302 (DeepSpeed's multi-node launcher runs each node through pdsh,
+# which puts the host before every line)
+PDSH = """\
+10.0.0.6:   File "/opt/conda/envs/ptca/lib/python3.9/site-packages/deepspeed/runtime/fp16/fused_optimizer.py", line 126, in initialize_optimizer_states
+10.0.0.6:     self.optimizer.step()
+10.0.0.7: Traceback (most recent call last):
+10.0.0.7:   File "/mnt/azureml/cr/j/ec39bdadbe7d4062acf9f19c950cb39a/exe/wd/train.py", line 98, in <module>
+"""
+
+
+def test_a_pdsh_host_prefix_names_the_host_of_each_line():
+    from sigclass.text.lines import split_line
+
+    lines = [split_line(x) for x in PDSH.splitlines()]
+    assert [ln.worker for ln in lines] == ["10.0.0.6", "10.0.0.6", "10.0.0.7", "10.0.0.7"]
+    assert lines[2].body == "Traceback (most recent call last):"
+
+
+@pytest.mark.parametrize("line", [
+    "python3: can't open file '/w/train.py': [Errno 2] No such file or directory",
+    "RuntimeError: CUDA error: out of memory",
+    "Epoch 1: 100%|##########| 10/10",
+    "2024-01-01 12:00:00: step 5",
+])
+def test_a_line_that_only_looks_like_a_host_prefix_keeps_its_text(line):
+    from sigclass.text.lines import split_line
+
+    ln = split_line(line)
+    assert ln.stream is None and ln.content == line
+
+
+def test_pdsh_s_own_exit_line_names_the_host():
+    [e] = exits_in_line("pdsh@node-0: 10.0.0.7: ssh exited with exit code 1", 1, None)
+    assert (e.worker, e.code) == ("10.0.0.7", 1)

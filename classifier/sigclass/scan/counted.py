@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sigclass.records import MAX_LINES_KEPT
 from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
@@ -50,7 +52,10 @@ class CountedEvidence:
             if table is not None:  # a launcher table's rank row, for the exit row below it
                 self.table_rank = rank_of_row(table)
             else:
-                self.exits.extend(exits_in_line(ln.content, lineno, self.table_rank, self._cur_time()))
+                exits = exits_in_line(ln.content, lineno, self.table_rank, self._cur_time())
+                if ln.stream is not None and ln.stream.kind == "host":  # a launcher on a pdsh host: that host's worker
+                    exits = [replace(e, worker=ln.worker) for e in exits]
+                self.exits.extend(exits)
         for pid in pids:
             need = self.sc.counted.get(pid)
             if need is not None:

@@ -130,6 +130,8 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"Worker \w+ pid (?P<w>\d+) died, exit code: (?P<code>-?\d+)"),
     # Horovod's Gloo launcher: `Process 3 exit with status code 137.`
     re.compile(r"^Process (?P<w>\d+) exit with status code (?P<code>-?\d+)"),
+    # pdsh's word that a remote host's command failed: `pdsh@node-0: 10.0.0.7: ssh exited with exit code 1`
+    re.compile(r"pdsh@[\w.-]+: (?P<w>[\w.-]+): ssh exited with exit code (?P<code>\d+)"),
     # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
     re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
     # the exit rows of a table, whose worker the row above names (TABLE_RANK): torchelastic's ChildFailedError,
@@ -151,7 +153,7 @@ TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
 EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died with <Signals\.|srun: error: "
                 r"|noticed that process rank [0-9]+ with PID|Worker proc VllmWorker-[0-9]+ died|rocess [0-9]+ terminated with signal|closing signal SIG"
                 r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
-                r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code "
+                r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: ")
 
 
@@ -204,7 +206,7 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
                 w = table_rank
             if w is None:
                 w = worker_in_text([text])
-            workers = [number_id(w) if w is not None else None]
+            workers = [number_id(w) if w is not None and w.isdigit() else w]
         return [Exit(line, w, code, text.strip()[:300], time) for w in workers]
     return []
 
