@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from sigclass.learn import evaluate
-from sigclass.learn.blocktext import normalise_block
+from sigclass.learn.blocktext import block_input, normalise_block, retry_pending
 from sigclass.learn.corpus import CorpusFile, file_groups
 
 # --------------------------------------------------------------------------- block text
@@ -122,9 +122,9 @@ def test_the_rates_count_only_what_the_regexes_leave_quiet():
     oof = [_row(0.99) for _ in range(5)] + [_row(0.3)] + [_row(0.001) for _ in range(19)]
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both")
     assert curve[0.01]["unknown_quiet"] == 0.95  # 19 of the 20 files the regexes leave quiet: the five do not count
-    assert t == 0.35  # the lowest that answers the most files right: the block at 0.3 goes quiet too
+    assert t == 0.01  # the lowest that keeps the rates
     t_learned, _ = evaluate.choose_threshold(cfs, oof, LABELS, "learned")
-    assert t_learned == 0.01  # learned mode takes the lowest that keeps the rates, however many files it answers
+    assert t_learned == 0.01
 
 
 def test_no_threshold_meets_the_constraint_takes_the_highest():
@@ -134,13 +134,41 @@ def test_no_threshold_meets_the_constraint_takes_the_highest():
     assert t == evaluate.THRESHOLDS[-1] and curve[t]["clean_quiet"] == 0.0
 
 
-def test_both_mode_takes_the_lowest_threshold_with_the_most_right_answers():
-    # the regexes answer the cuda-oom files; the model's only effect is on one unknown block at 0.5 (a wrong
-    # family) and on one cuda-oom file the regexes miss, at 0.3 (right): any threshold up to 0.3 gains a file
+def test_both_mode_takes_the_lowest_threshold_from_its_floor():
+    # the regexes answer the cuda-oom files; the model names a wrong family for one unknown block at 0.5 (29 of
+    # 30 stay unknown, above 95%) and the right one for a cuda-oom file the regexes miss, at 0.3
     cfs = [_cf("cuda-oom", "cuda-oom") for _ in range(10)] + [_cf("cuda-oom")] + [_cf("unknown") for _ in range(30)]
     oof = [_row(0.9) for _ in range(10)] + [_row(0.3)] + [_row(0.5)] + [_row(0.001) for _ in range(29)]
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both")
     assert t == 0.01 and curve[t]["right"] == 40
-    # from a floor of 0.35 up the regex-missed file is lost either way; above 0.5 the wrong block goes quiet too
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both", floor=0.35)
-    assert t == 0.55 and curve[t]["right"] == 40
+    assert t == 0.35 and curve[t]["right"] == 39
+
+
+def test_clean_files_are_held_to_all_quiet():
+    # one clean file of 40 named at 0.6: every threshold up to 0.6 fails, however few clean files it is
+    cfs = [_cf("clean") for _ in range(40)] + [_cf("cuda-oom") for _ in range(5)]
+    oof = [_row(0.6)] + [_row(0.01) for _ in range(39)] + [_row(0.9) for _ in range(5)]
+    t, curve = evaluate.choose_threshold(cfs, oof, LABELS)
+    assert t == 0.65 and curve[0.6]["clean_quiet"] == 39 / 40
+
+
+def test_a_block_that_announces_a_retry_is_never_named():
+    retry = ("'(MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded\"))' "
+             "thrown while requesting HEAD https://huggingface.co/m/resolve/main/config.json\nRetrying in 1s [Retry 1/5].")
+    assert retry_pending(block_input(retry.splitlines(), {"gpu_model": "H100"}))
+    assert not retry_pending(retry.splitlines()[0])
+    assert not retry_pending("Retrying in 1s [Retry 1/5].\nOSError: We couldn't connect to 'https://huggingface.co'")
+    cf = CorpusFile(Path("clean.log"), "clean", blocks=[retry], regex=[None])
+    assert evaluate.answers([cf], [_row(0.99)], LABELS, 0.5) == [None]
+    assert evaluate.answers([_cf("clean")], [_row(0.99)], LABELS, 0.5) == ["cuda-oom"]
+
+
+def test_a_death_by_signal_is_one_token_however_it_is_printed():
+    for line in ("exitcode  : -9 (pid: 4242)", "process exited with exit code 137", "Signal 9 (SIGKILL) received",
+                 "got SIGKILL"):
+        assert "killsig_KILL" in normalise_block(line, signals=True), line
+    assert normalise_block("exitcode  : -11 (pid: 1)", signals=True).splitlines()[-1] == "killsig_SEGV"
+    for line in ("exitcode  : 1 (pid: 4242)", "exit code 3", "signal 1 received"):
+        assert "killsig_" not in normalise_block(line, signals=True), line
+    assert "killsig_" not in normalise_block("exitcode  : -9 (pid: 4242)")

@@ -158,3 +158,48 @@ def test_sources_read_runs_and_workers_through_the_run_layouts(tmp_path: Path):
     assert one == {("run-a", "worker_0"), ("run-a", "worker_1")}
     single = sources([top / "run-b" / "slurm-77_3.out"])
     assert [(Path(r).name, w) for _, r, w in single] == [("run-b", "3")]
+
+
+def test_the_template_is_the_exception_the_block_raised_not_its_header():
+    from sigclass.authoring.template import exception_key
+
+    def tb(frames: str, exc: str) -> list[str]:
+        return ["Traceback (most recent call last):", *frames.splitlines(), exc]
+
+    a = tb('  File "/app/a.py", line 3, in f\n    assert args.batch_size % n == 0', "AssertionError")
+    b = tb('  File "/app/b.py", line 9, in g\n    assert x.shape == y.shape', "AssertionError")
+    ka, kb = exception_key(a), exception_key(b)
+    assert ka[0] == "AssertionError" and ka[1] != kb[1]  # a bare exception keeps the statement that raised it
+    assert ka[1] == "AssertionError | assert args.batch_size % n == <NUM>"
+    # a chained traceback: the last exception line of the chain, with its message masked; log headers dropped
+    chained = ["[rank1]: Traceback (most recent call last):", "[rank1]: KeyError: 'k_norm'", "",
+               "[rank1]: The above exception was the direct cause of the following exception:", "",
+               "[rank1]: ValueError: expected sequence of length 27 at dim 1 (got 26)"]
+    assert exception_key(chained) == ("ValueError: expected sequence of length 27 at dim 1 (got 26)",
+                                      "ValueError: expected sequence of length <NUM> at dim <NUM> (got <NUM>)")
+    # torchelastic's summary says which exit code; its launcher frames are the same for every failure
+    summary = ['  File "/usr/lib/torch/distributed/launcher/api.py", line 245, in launch_agent',
+               "    raise ChildFailedError(", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+               "====", "train.py FAILED", "[1]:", "  exitcode  : -9 (pid: 239)"]
+    assert exception_key(summary)[1].endswith("ChildFailedError: | exitcode : <NUM>")
+    assert exception_key(["Traceback (most recent call last):", '  File "/a.py", line 1, in f']) is None
+
+
+def test_unknowns_that_raise_the_same_exception_group_together_whatever_their_header(tmp_path: Path):
+    from sigclass.authoring.suggest import group_unknowns
+    from sigclass.ledger.pack import load_ledger
+
+    msg = "ValueError: Total number of attention heads ({}) must be divisible by tensor parallel size ({})."
+    (tmp_path / "a.log").write_text("Traceback (most recent call last):\n  File \"/x/a.py\", line 1, in main\n"
+                                    "    run()\n" + msg.format(32, 3) + "\n")
+    (tmp_path / "b.log").write_text("ERROR 12-01 10:00:00 engine.py:12] Traceback (most recent call last):\n"
+                                    "ERROR 12-01 10:00:00 engine.py:12]   File \"/y/b.py\", line 7, in start\n"
+                                    "ERROR 12-01 10:00:00 engine.py:12]     go()\n"
+                                    "ERROR 12-01 10:00:00 engine.py:12] " + msg.format(40, 6) + "\n")
+    (tmp_path / "c.log").write_text("Traceback (most recent call last):\n  File \"/x/a.py\", line 1, in main\n"
+                                    "    run()\nValueError: expected sequence of length 3 at dim 1 (got 2)\n")
+    groups = group_unknowns([tmp_path / n for n in ("a.log", "b.log", "c.log")], load_ledger())
+    assert sorted(g.count for g in groups) == [1, 2]
+    big = max(groups, key=lambda g: g.count)
+    assert big.template.startswith("ValueError: Total number of attention heads (<NUM>)")
+    assert {m.key_line for m in big.members} == {msg.format(32, 3), msg.format(40, 6)}

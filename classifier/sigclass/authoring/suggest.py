@@ -1,8 +1,9 @@
 """From unknown failures to draft signatures.
 
 `group_unknowns` scans files or run directories with the regex ledger and
-groups the `unknown` findings by their fingerprint (the masked template of
-their key lines), ranked by spread (runs, then workers) and count.
+groups the `unknown` findings by a masked template of the exception their
+block raised (`authoring.template`; a block that raised none by its key
+lines' fingerprint), ranked by spread (runs, then workers) and count.
 `write_drafts` induces a regex from each top group's key line (literal text
 escaped, masked tokens turned into tight character classes, no `\\b`, no
 lookaround), guesses the role from the block, and writes a ledger file plus a
@@ -24,7 +25,8 @@ import yaml
 
 from sigclass.errors import InputError
 from sigclass.runs.layouts import identify, is_source, run_of
-from sigclass.text.lines import mask, MASKS
+from sigclass.authoring.template import exception_key
+from sigclass.text.lines import fingerprint, mask, MASKS
 from sigclass.vocab import Role, SignatureMode, Status
 
 MAX_KEY_CHARS = 200
@@ -137,10 +139,14 @@ def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
         for fd in res.findings:
             if fd.family != "unknown" or not fd.evidence:
                 continue
-            g = groups.get(fd.fingerprint)
+            # the exception the block raised tells failures apart; its header often does not
+            got = exception_key(fd.block or fd.evidence)
+            key_line, template = got if got else (fd.evidence[-1], " | ".join(mask(e) for e in fd.evidence[-2:]))
+            gid = fingerprint([template]) if got else fd.fingerprint
+            g = groups.get(gid)
             if g is None:
-                g = groups[fd.fingerprint] = Group(fd.fingerprint, " | ".join(mask(e) for e in fd.evidence[-2:]))
-            g.members.append(Member(res.source, fd.line, run, fd.worker or pworker or str(f), fd.evidence[-1], list(fd.block)))
+                g = groups[gid] = Group(gid, template)
+            g.members.append(Member(res.source, fd.line, run, fd.worker or pworker or str(f), key_line, list(fd.block)))
     return sorted(groups.values(), key=lambda g: (-len(g.runs), -len(g.workers), -g.count, g.template))
 
 

@@ -30,12 +30,43 @@ _MASKS = tuple((rx, rep) for rx, rep in MASKS if rep != "<NUM>") + (
     (re.compile(r"(?<![A-Za-z_\d])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<NUM>"),)
 
 
+def strip_prefix(line: str) -> str:
+    """A line without the log headers the reader leaves on a body (vLLM's, Ray's, torchrun's)."""
+    return _PREFIX.sub("", line)
+
+
+def exception_match(line: str) -> re.Match[str] | None:
+    """The exception type at the start of a line (`ValueError: ...`, `torch.OutOfMemoryError`), or None."""
+    return _EXC.match(line)
+
+
 def _frame_line(m: re.Match[str]) -> str:
     path = m["path"].replace("\\", "/")
     tail = _SITE.split(path)[-1]
     parts = [p for p in tail.split("/") if p and p != "."]
     mod = ".".join(parts[-3:]).removesuffix(".py") if parts else "PATH"
     return f"at {mod} in {m['fn']}"
+
+
+# What killed a process, from the conventions every launcher follows: Python's subprocess and torchelastic
+# report a death by signal N as exit code -N, a shell as 128+N ('exitcode: -9', 'exit code 137',
+# 'Signal 11', 'SIGSEGV'). The same death prints differently per launcher; one token per signal unifies them.
+_SIGNALS = {2: "INT", 6: "ABRT", 7: "BUS", 9: "KILL", 11: "SEGV", 15: "TERM"}
+_SIGNAME = re.compile(r"\bSIG(INT|ABRT|BUS|KILL|SEGV|TERM)\b")
+
+
+def _signals(line: str) -> list[str]:
+    out = []
+    for m in _EXIT.finditer(line):
+        n = int(m[2])
+        if m[1].lower() == "signal" and n in _SIGNALS:
+            out.append(_SIGNALS[n])
+        elif n < 0 and -n in _SIGNALS:
+            out.append(_SIGNALS[-n])
+        elif n > 128 and n - 128 in _SIGNALS and m[1].lower() != "signal":
+            out.append(_SIGNALS[n - 128])
+    out.extend(_SIGNAME.findall(line))
+    return out
 
 
 def _mask(line: str) -> str:
@@ -61,14 +92,18 @@ def block_input(bodies: Sequence[str], facts: dict[str, str] | None = None) -> s
     return text
 
 
-def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True) -> str:
+def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
+                    signals: bool = False) -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked.
 
     The exception lines (type and message) are repeated ``repeat_exceptions`` times for weight, and each
     exception type also becomes a token: ``exc_<Type>`` for the last one raised, ``cause_<Type>`` for one
     that led to it (a chained traceback), so a generic wrapper does not hide the error that caused it.
+    With ``signals``, a process's death by a signal, however the launcher printed it, also becomes a token
+    (``killsig_KILL`` for 'exitcode: -9', 'exit code 137', 'Signal 9' or 'SIGKILL').
     """
     out: list[str] = []
+    sigs: dict[str, None] = {}
     exc: list[str] = []
     types: list[str] = []
     fact_line = ""
@@ -88,6 +123,8 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
             continue
         s = _mask(raw)
         out.append(s)
+        if signals:
+            sigs.update(dict.fromkeys(_signals(raw)))
         if _CHAIN.match(raw):
             out.append("chained_exception")
         e = _EXC.match(raw.strip()) if raw[:1] not in (" ", "\t") else None
@@ -98,9 +135,23 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
         out.extend(exc[-3:] * repeat_exceptions)
     if types:
         out.append(" ".join([f"cause_{t}" for t in dict.fromkeys(types[:-1]) if t != types[-1]] + [f"exc_{types[-1]}"]))
+    if sigs:
+        out.append(" ".join(f"killsig_{x}" for x in sigs))
     if facts and fact_line:
         out.append(fact_line)
     return "\n".join(out)
+
+
+# huggingface_hub's http_backoff (utils/_http.py) logs "Retrying in {sleep_time}s [Retry {nb_tries}/{max_retries}]."
+# after a failed request and raises the error itself only once the retries are spent: a block that ends with
+# the announcement is a request still being retried, which may yet succeed, not the failure
+_RETRY_PENDING = re.compile(r"Retrying in \d+(?:\.\d+)?s \[Retry \d+/\d+\]\.?\s*$")
+
+
+def retry_pending(text: str) -> bool:
+    """Whether a block (as `block_input` gives it) ends with a library's announcement that it will retry."""
+    last = next((x for x in reversed(text.splitlines()) if x.strip() and not x.startswith(FACT_MARK)), "")
+    return bool(_RETRY_PENDING.search(last[-200:]))
 
 
 def decide(proba_row, classes: Sequence[str], threshold: float) -> tuple[str, float] | None:

@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from sigclass.errors import ModelError
-from sigclass.learn.blocktext import block_input, decide, normalise_block
+from sigclass.learn.blocktext import block_input, decide, normalise_block, retry_pending
 
 FORMAT = "sigclass-compact-1"
 from sigclass.learn.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
@@ -70,7 +70,8 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
         "threshold": float(meta["threshold"]),
         "threshold_both": meta.get("threshold_both"),
         "calibration": kind,
-        "text": {"max_lines": text.max_lines, "repeat_exceptions": text.repeat_exceptions, "facts": text.facts},
+        "text": {"max_lines": text.max_lines, "repeat_exceptions": text.repeat_exceptions, "facts": text.facts,
+                 "signals": text.signals},
         "word": {"token_pattern": word.token_pattern, "lowercase": word.lowercase, "ngram_range": list(word.ngram_range),
                  "sublinear_tf": word.sublinear_tf},
         "char": {"lowercase": char.lowercase, "ngram_range": list(char.ngram_range), "sublinear_tf": char.sublinear_tf},
@@ -191,7 +192,7 @@ class CompactModel:
 
     def proba(self, text: str) -> np.ndarray:
         doc = normalise_block(text, max_lines=self._text["max_lines"], repeat_exceptions=self._text["repeat_exceptions"],
-                              facts=self._text["facts"])
+                              facts=self._text["facts"], signals=bool(self._text.get("signals", False)))
         got = self._seen.get(doc)
         if got is None:
             # the features are a function of the normalised (masked) text alone: blocks that mask alike score alike
@@ -238,4 +239,7 @@ class CompactPredictor:
         self.threshold = float(both) if signatures == SignatureMode.BOTH and both is not None else self.model.threshold
 
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
-        return decide(self.model.proba(block_input(bodies, facts)), self.model.classes, self.threshold)
+        text = block_input(bodies, facts)
+        if retry_pending(text):
+            return None
+        return decide(self.model.proba(text), self.model.classes, self.threshold)

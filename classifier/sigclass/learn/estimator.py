@@ -28,7 +28,7 @@ SEED = 0
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
-    "repeat_exceptions": 2, "facts": True,
+    "repeat_exceptions": 2, "facts": True, "signals": False,
 }
 
 
@@ -39,12 +39,15 @@ class BlockText(TransformerMixin, BaseEstimator):
         "max_lines": [Interval(Integral, 2, None, closed="left")],
         "repeat_exceptions": [Interval(Integral, 0, None, closed="left")],
         "facts": ["boolean"],
+        "signals": ["boolean"],
     }
 
-    def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True) -> None:
+    def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
+                 signals: bool = False) -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
         self.facts = facts
+        self.signals = signals
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -53,7 +56,7 @@ class BlockText(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions,
-                                facts=self.facts) for x in X]
+                                facts=self.facts, signals=self.signals) for x in X]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -173,5 +176,5 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
                                  min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
     ])
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
-    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"])
+    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"])
     return Pipeline([("text", text), ("features", features), ("clf", clf)])

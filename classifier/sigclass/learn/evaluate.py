@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 
 from sigclass.errors import ModelError
-from sigclass.learn.blocktext import ABSTAIN, decide
+from sigclass.learn.blocktext import ABSTAIN, decide, retry_pending
 from sigclass.learn.corpus import CorpusFile, design, training_rows
 from sigclass.learn.estimator import make_pipeline, SEED
 
@@ -55,11 +55,11 @@ def file_scores(expected: Sequence[str], got: Sequence[str | None]) -> dict[str,
 THRESHOLDS = (0.01, 0.02, 0.03, 0.04) + tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05)) + (0.97, 0.99)
 
 # What abstaining must keep, measured on out-of-fold predictions: the share of `unknown` files that stay
-# unknown, and of `clean` files that stay quiet (in `both` mode: of the files the regexes leave quiet).
-# Clean is not held to 100%: a written clean file whose block is a real hub timeout that a retry then
-# recovered reads, block by block, exactly like the failure; one such file must not silence the model.
+# unknown, and of `clean` files that stay quiet (of the files the regexes leave quiet). A block that ends
+# with a retry announcement is never named (`blocktext.retry_pending`): a request a library still retries
+# is not yet a failure, and a clean run may print one before it goes on.
 RETAIN_UNKNOWN = 0.95
-RETAIN_CLEAN = 0.98
+RETAIN_CLEAN = 1.0
 
 
 def answers(cfs: Sequence[CorpusFile], oof: Sequence[np.ndarray], classes: Sequence[str], threshold: float,
@@ -68,12 +68,13 @@ def answers(cfs: Sequence[CorpusFile], oof: Sequence[np.ndarray], classes: Seque
     regex ledger's answer for a block it explains, the model for the rest) or `regex`."""
     got = []
     for cf, proba in zip(cfs, oof):
+        model = [None if retry_pending(b) else decide(r, classes, threshold) for b, r in zip(cf.blocks, proba)]
         if mode == "regex":
             guesses = [(rx, 1.0) if rx is not None else None for rx in cf.regex]
         elif mode == "both":
-            guesses = [(rx, 1.0) if rx is not None else decide(r, classes, threshold) for rx, r in zip(cf.regex, proba)]
+            guesses = [(rx, 1.0) if rx is not None else g for rx, g in zip(cf.regex, model)]
         else:
-            guesses = [decide(r, classes, threshold) for r in proba]
+            guesses = model
         got.append(first_root(guesses))
     return got
 
@@ -100,10 +101,9 @@ def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: 
 
     The rates count the files the regexes leave quiet: where the ledger names a family in an unknown
     file, the model is taught that family for that block. In `both` mode that is also where the model's one
-    way to do harm is, naming a family for a block that is not one. And of the thresholds (from ``floor`` up) that
-    keep the rates, it is the lowest with the most files answered right in `both` mode: a lower one would
-    name families for more blocks without answering more files right. Returns the threshold and, per
-    threshold, the rates, macro-F1 and right answers.
+    way to do harm is, naming a family for a block that is not one. Only thresholds from ``floor`` up count
+    (`both` is never laxer than `learned`); the lowest, because above it a higher threshold only loses
+    right answers. Returns the threshold and, per threshold, the rates, macro-F1 and right answers.
     """
     labels = [cf.label for cf in cfs]
     # an unknown file in which the ledger itself names a family (a secondary one, a kill after the failure)
@@ -117,12 +117,7 @@ def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: 
                     "macro_f1": file_scores(labels, got)["macro_f1"]}
     ok = [t for t in THRESHOLDS if t >= floor and curve[t]["unknown_quiet"] >= RETAIN_UNKNOWN
           and curve[t]["clean_quiet"] >= RETAIN_CLEAN]
-    if not ok:
-        return THRESHOLDS[-1], curve
-    if mode == "both":
-        best = max(curve[t]["right"] for t in ok)
-        ok = [t for t in ok if curve[t]["right"] == best]
-    return ok[0], curve
+    return (ok[0] if ok else THRESHOLDS[-1]), curve
 
 
 @dataclass

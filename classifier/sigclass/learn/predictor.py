@@ -9,7 +9,7 @@ import warnings
 from sklearn.pipeline import Pipeline
 
 from sigclass.errors import ModelError
-from sigclass.learn.blocktext import ABSTAIN, block_input, decide
+from sigclass.learn.blocktext import ABSTAIN, block_input, decide, retry_pending
 from sigclass.learn.corpus import ledger_hash
 from sigclass.vocab import SignatureMode
 
@@ -33,7 +33,10 @@ class Predictor:
     wants_facts = True  # the scanner passes the source's facts (gpu model, engine flags) along with each block
 
     def __call__(self, bodies: list[str], facts: dict[str, str] | None = None) -> tuple[str, float] | None:
-        return decide(self.pipeline.predict_proba([block_input(bodies, facts)])[0], self.classes, self.threshold)
+        text = block_input(bodies, facts)
+        if retry_pending(text):
+            return None
+        return decide(self.pipeline.predict_proba([text])[0], self.classes, self.threshold)
 
 
 class ModelWarning(UserWarning):
