@@ -94,3 +94,24 @@ def test_both_mode_uses_its_own_threshold():
     Scanner(lg, signatures="both", learned=lazy)  # the scanner tells the model its mode
     lazy(["RuntimeError: CUDA ran out of device memory while allocating 2 GiB"])
     assert lazy._predictor.threshold == both
+
+
+@pytest.mark.parametrize("params", [
+    {"frames": "all", "exc_features": 0, "signals": False},
+    {"frames": "last", "exc_features": 500, "signals": True},
+    {"frames": "none", "exc_features": 500, "signals": True, "repeat_exceptions": 1},
+])
+def test_compact_probabilities_equal_the_pipeline_for_each_text_setting(params, corpus_blocks):
+    import io
+
+    from sigclass.learn.estimator import make_pipeline
+
+    texts = corpus_blocks[:240]
+    labels = np.array(["a", "b", "c", "unknown"] * 60)
+    pipe = make_pipeline({**params, "char_min_df": 1}).fit(texts, labels)
+    data = compact.export(pipe, {"threshold": 0.3, "threshold_both": 0.4}, source_sha256="0" * 64)
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        model = compact.CompactModel({k: z[k] for k in z.files}, "test")
+    assert ("exc" in model.settings) == bool(params["exc_features"])
+    np.testing.assert_allclose([model.proba(t) for t in corpus_blocks[:300]], pipe.predict_proba(corpus_blocks[:300]),
+                               atol=1e-6)

@@ -93,17 +93,21 @@ def block_input(bodies: Sequence[str], facts: dict[str, str] | None = None) -> s
 
 
 def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
-                    signals: bool = False) -> str:
+                    signals: bool = False, frames: str = "all") -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked.
 
     The exception lines (type and message) are repeated ``repeat_exceptions`` times for weight, and each
     exception type also becomes a token: ``exc_<Type>`` for the last one raised, ``cause_<Type>`` for one
     that led to it (a chained traceback), so a generic wrapper does not hide the error that caused it.
+    ``frames``: traceback frames (shortened to ``at pkg.module in fn``) are kept ``all``, only the ``last``
+    (innermost) one before each exception line, or ``none``; the source lines under them stay either way.
     With ``signals``, a process's death by a signal, however the launcher printed it, also becomes a token
     (``killsig_KILL`` for 'exitcode: -9', 'exit code 137', 'Signal 9' or 'SIGKILL').
     """
     out: list[str] = []
     sigs: dict[str, None] = {}
+    frame_at: list[int] = []  # where frame lines are in `out`
+    keep: set[int] = set()  # with frames="last", the innermost frame of each exception
     exc: list[str] = []
     types: list[str] = []
     fact_line = ""
@@ -119,7 +123,9 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
             continue
         m = _FRAME.match(raw)
         if m:
-            out.append(_mask(_frame_line(m)))
+            if frames != "none":
+                frame_at.append(len(out))
+                out.append(_mask(_frame_line(m)))
             continue
         s = _mask(raw)
         out.append(s)
@@ -131,6 +137,11 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
         if e:
             exc.append(s)
             types.append(e["type"].rsplit(".", 1)[-1])
+            if frame_at and frames == "last":
+                keep.add(frame_at[-1])
+    if frames == "last":
+        drop = set(frame_at) - keep
+        out = [x for i, x in enumerate(out) if i not in drop]
     if repeat_exceptions and exc:
         out.extend(exc[-3:] * repeat_exceptions)
     if types:
@@ -140,6 +151,13 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
     if facts and fact_line:
         out.append(fact_line)
     return "\n".join(out)
+
+
+def exception_view(doc: str) -> str:
+    """The exception lines of a normalised block (type and message, and the exc_/cause_ token line): what
+    the character n-grams of the exception features read. A block that raised nothing reads as a whole."""
+    lines = [x for x in doc.split("\n") if _EXC.match(x) or x.startswith(("exc_", "cause_"))]
+    return "\n".join(lines) if lines else doc
 
 
 # huggingface_hub's http_backoff (utils/_http.py) logs "Retrying in {sleep_time}s [Retry {nb_tries}/{max_retries}]."

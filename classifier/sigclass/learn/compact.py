@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from sigclass.errors import ModelError
-from sigclass.learn.blocktext import block_input, decide, normalise_block, retry_pending
+from sigclass.learn.blocktext import block_input, decide, exception_view, normalise_block, retry_pending
 
 FORMAT = "sigclass-compact-1"
 from sigclass.learn.artefact import COMPACT_FILE  # noqa: E402,F401  (re-exported)
@@ -37,8 +37,10 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
     text = pipeline.named_steps["text"]
     feats = dict(pipeline.named_steps["features"].transformer_list)
     clf = pipeline.named_steps["clf"]
-    word, char = feats["word"], feats["char"]
-    if word.analyzer != "word" or char.analyzer != "char_wb" or word.norm != "l2" or char.norm != "l2":
+    word, char, exc = feats.get("word"), feats.get("char"), feats.get("exc")
+    if (word is None or char is None or set(feats) - {"word", "char", "exc"} or word.analyzer != "word"
+            or char.analyzer != "char_wb" or word.norm != "l2" or char.norm != "l2"
+            or (exc is not None and (exc.analyzer != "char_wb" or exc.norm != "l2" or exc.preprocessor is not exception_view))):
         raise ModelError("this model's features cannot be exported to the compact form")
     model = clf.model_
     if getattr(clf, "calibrated_", False):
@@ -71,10 +73,12 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
         "threshold_both": meta.get("threshold_both"),
         "calibration": kind,
         "text": {"max_lines": text.max_lines, "repeat_exceptions": text.repeat_exceptions, "facts": text.facts,
-                 "signals": text.signals},
+                 "signals": text.signals, "frames": text.frames},
         "word": {"token_pattern": word.token_pattern, "lowercase": word.lowercase, "ngram_range": list(word.ngram_range),
                  "sublinear_tf": word.sublinear_tf},
         "char": {"lowercase": char.lowercase, "ngram_range": list(char.ngram_range), "sublinear_tf": char.sublinear_tf},
+        # the exception lines' character n-grams (a preprocessor replaces sklearn's lowercasing: case kept)
+        **({"exc": {"ngram_range": list(exc.ngram_range), "sublinear_tf": exc.sublinear_tf}} if exc is not None else {}),
         "source_sha256": source_sha256,
         "meta": {k: v for k, v in meta.items() if isinstance(v, (str, int, float, list, dict, bool)) or v is None},
     }
@@ -84,6 +88,8 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
         "coef": np.asarray(est.coef_, dtype=np.float32), "intercept": np.asarray(est.intercept_, dtype=np.float64),
         "cal_a": a, "cal_b": b,
     }
+    if exc is not None:
+        arrays["exc_vocab"], arrays["exc_idf"] = vocab(exc)
     # an .npz written entry by entry with a fixed timestamp, so the same model gives the same bytes
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -120,10 +126,15 @@ class CompactModel:
             self.coef = arrays["coef"]
             self.intercept = arrays["intercept"]
             self.cal_a, self.cal_b = arrays["cal_a"], arrays["cal_b"]
+            self.exc = self.settings.get("exc")
+            self.exc_index = ({t: i for i, t in enumerate(bytes(arrays["exc_vocab"]).decode().split("\n"))}
+                              if self.exc is not None else {})
+            self.exc_idf = arrays["exc_idf"] if self.exc is not None else np.zeros(0)
         except (KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ModelError(f"{where}: compact model is incomplete or corrupt ({exc})") from None
         n_word, n_char = len(self.word_index), len(self.char_index)
-        if self.coef.shape[1] != n_word + n_char or len(self.word_idf) != n_word or len(self.char_idf) != n_char:
+        if (self.coef.shape[1] != n_word + n_char + len(self.exc_index) or len(self.word_idf) != n_word
+                or len(self.char_idf) != n_char or len(self.exc_idf) != len(self.exc_index)):
             raise ModelError(f"{where}: compact model arrays do not fit together")
         w = self.settings["word"]
         self._token = re.compile(w["token_pattern"])
@@ -162,9 +173,9 @@ class CompactModel:
         return out
 
     # sklearn's char_wb analyzer: n-grams inside space-padded words
-    def _char_terms(self, doc: str) -> list[str]:
-        doc = _WS.sub(" ", doc.lower() if self._clow else doc)
-        lo, hi = self._cn
+    def _char_terms(self, doc: str, lowercase: bool | None = None, ngrams: tuple[int, int] | None = None) -> list[str]:
+        doc = _WS.sub(" ", doc.lower() if (self._clow if lowercase is None else lowercase) else doc)
+        lo, hi = ngrams or self._cn
         out: list[str] = []
         for w in doc.split():
             w = f" {w} "
@@ -192,7 +203,8 @@ class CompactModel:
 
     def proba(self, text: str) -> np.ndarray:
         doc = normalise_block(text, max_lines=self._text["max_lines"], repeat_exceptions=self._text["repeat_exceptions"],
-                              facts=self._text["facts"], signals=bool(self._text.get("signals", False)))
+                              facts=self._text["facts"], signals=bool(self._text.get("signals", False)),
+                              frames=str(self._text.get("frames", "all")))
         got = self._seen.get(doc)
         if got is None:
             # the features are a function of the normalised (masked) text alone: blocks that mask alike score alike
@@ -206,8 +218,13 @@ class CompactModel:
         word = self._tfidf(self._word_terms(doc), self.word_index, self.word_idf, self._wsub)
         char = self._tfidf(self._char_terms(doc), self.char_index, self.char_idf, self._csub)
         off = len(self.word_index)
-        idx = np.fromiter([*word.keys(), *(off + i for i in char.keys())], dtype=np.int64)
-        val = np.fromiter([*word.values(), *char.values()], dtype=np.float64)
+        off2 = off + len(self.char_index)
+        exc: dict[int, float] = {}
+        if self.exc is not None:
+            exc = self._tfidf(self._char_terms(exception_view(doc), False, tuple(self.exc["ngram_range"])),
+                              self.exc_index, self.exc_idf, bool(self.exc["sublinear_tf"]))
+        idx = np.fromiter([*word.keys(), *(off + i for i in char.keys()), *(off2 + i for i in exc.keys())], dtype=np.int64)
+        val = np.fromiter([*word.values(), *char.values(), *exc.values()], dtype=np.float64)
         d = (self.coef[:, idx].astype(np.float64) @ val if len(idx) else np.zeros(self.coef.shape[0])) + self.intercept
         k = len(self.classes)
         if self.settings["calibration"] == "sigmoid":

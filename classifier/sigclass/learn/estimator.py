@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sigclass.learn.blocktext import normalise_block
+from sigclass.learn.blocktext import exception_view, normalise_block
 
 
 SEED = 0
@@ -28,7 +28,7 @@ SEED = 0
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
-    "repeat_exceptions": 2, "facts": True, "signals": False,
+    "repeat_exceptions": 2, "facts": True, "signals": False, "frames": "all", "exc_features": 0,
 }
 
 
@@ -40,14 +40,16 @@ class BlockText(TransformerMixin, BaseEstimator):
         "repeat_exceptions": [Interval(Integral, 0, None, closed="left")],
         "facts": ["boolean"],
         "signals": ["boolean"],
+        "frames": [StrOptions({"all", "last", "none"})],
     }
 
     def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
-                 signals: bool = False) -> None:
+                 signals: bool = False, frames: str = "all") -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
         self.facts = facts
         self.signals = signals
+        self.frames = frames
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -56,7 +58,7 @@ class BlockText(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions,
-                                facts=self.facts, signals=self.signals) for x in X]
+                                facts=self.facts, signals=self.signals, frames=self.frames) for x in X]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -169,12 +171,18 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     p = {**DEFAULT_PARAMS, **(params or {})}
-    features = FeatureUnion([
+    parts = [
         ("word", TfidfVectorizer(token_pattern=_WORD_TOKENS, lowercase=False, ngram_range=(1, 2), sublinear_tf=True,
                                  min_df=p["word_min_df"], max_features=p["word_features"], dtype=np.float32)),
         ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, p["char_max_n"]), sublinear_tf=True,
                                  min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
-    ])
+    ]
+    if p["exc_features"]:
+        # character n-grams of the exception lines alone: the raised error's type and message weigh on their own
+        parts.append(("exc", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, p["char_max_n"]), sublinear_tf=True,
+                                             preprocessor=exception_view, min_df=p["char_min_df"],
+                                             max_features=p["exc_features"], dtype=np.float32)))
+    features = FeatureUnion(parts)
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
-    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"])
+    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"], frames=p["frames"])
     return Pipeline([("text", text), ("features", features), ("clf", clf)])
