@@ -28,7 +28,7 @@ SEED = 0
 DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
-    "repeat_exceptions": 2, "facts": True, "signals": False, "frames": "all", "exc_features": 0,
+    "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
 }
 
 
