@@ -31,9 +31,12 @@ GENERIC = {
     G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
            r"(?:: |: *$|$)",
     G_CPP: r"terminate called after throwing an instance of",
-    # a fatal one-line error: CPython's, or argparse's usage error (`prog: error: unrecognized arguments: ...`, exit 2)
+    # a fatal one-line error: CPython's, or argparse's usage error (`prog: error: unrecognized arguments: ...`, exit 2),
+    # an HTTP error an OpenAI-compatible client raised (openai's APIStatusError: `Error code: 400 - {...}`),
+    # c10d's last word when a worker cannot reach the store (its retries before that are warnings)
     G_FATAL: r"Fatal Python error: |[A-Za-z0-9_.-]+: error: (?:unrecognized arguments: |the following arguments are required: "
-             r"|argument [A-Za-z0-9_/-]+: |ambiguous option: )",
+             r"|argument [A-Za-z0-9_/-]+: |ambiguous option: )|Error code: [45][0-9][0-9] - "
+             r"|\[c10d\] The client socket has failed to connect to any network address",
     G_ABORT: r"Aborted +\(core dumped\)",
     G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
     G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
