@@ -227,6 +227,33 @@ def _make_unit(p: _Piece) -> Unit:
     return u
 
 
+def _order_untimed(units: list[Unit]) -> None:
+    """A unit inside a file whose lines carry no time keeps its place in the file: it sorts as if it started when
+    the unit before it in the same file did (or, first in the file, when the one after it did), its line breaking
+    the tie (runs.md: where no time is known, order within a source is the order of lines)."""
+    by_source: dict[str, list[Unit]] = {}
+    for u in units:
+        if u.order[2][0] == 1:
+            by_source.setdefault(u.order[2][2], []).append(u)
+    for same in by_source.values():
+        if all(u.start is not None for u in same) or all(u.start is None for u in same):
+            continue
+        same.sort(key=lambda u: u.order[2][3])
+        last: str | None = None
+        pending: list[Unit] = []
+        for u in same:
+            if u.start is None:
+                if last is not None:
+                    u.order = (False, last, u.order[2])
+                else:
+                    pending.append(u)
+                continue
+            last = u.start
+            for x in pending:
+                x.order = (False, last, x.order[2])
+            pending = []
+
+
 def _piece_key(p: _Piece) -> tuple:
     """The order of units on one worker: by start time; without one, a whole-file unit by its number,
     a unit inside a file by its place in the file."""
@@ -260,6 +287,7 @@ def assemble(plan: RunPlan, scans: Sequence[SourceScan]) -> Run:
     if any(not p.fallback for p in pieces.values()):
         launcher.extend(_fold_loose(pieces))
     units = [_make_unit(p) for p in pieces.values()]
+    _order_untimed(units)
     unit_facts(scans, units)
     verdicts = [sc.verdict for sc in scans if sc.verdict is not None]
     # what a source's verdict calls a victim (an NCCL error on a rank another rank's fault took down) is never a

@@ -91,9 +91,9 @@ class OverTimeState(StallRules):
                 if st is not None:
                     self._rate_check(rule, st)
 
-    def progress_after(self, worker: str | None, line: int) -> int:
-        """How many recent progress lines of the worker lie below a line (for `recovered`)."""
-        return self.recent.after(self.progress_pids, worker, line)
+    def progress_after(self, worker: str | None, line: int, until: int | None = None) -> int:
+        """How many recent progress lines of the worker lie below a line, and above `until` (for `recovered`)."""
+        return self.recent.after(self.progress_pids, worker, line, until)
 
     # ------------------------------------------------------------------ metric
     def _metric(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:

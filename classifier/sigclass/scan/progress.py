@@ -197,7 +197,9 @@ class Recent:
         return [e for e in self.rings.get(pid, ()) if (before is None or e.lineno < before)
                 and (e.worker is None or worker is None or e.worker == worker)]
 
-    def after(self, pids: set[int], worker: str | None, line: int) -> int:
-        """How many of the recent lines of any of the patterns, from the worker, lie below a line."""
+    def after(self, pids: set[int], worker: str | None, line: int, until: int | None = None) -> int:
+        """How many of the recent lines of any of the patterns, from the worker, lie below a line (and above
+        `until`)."""
         return sum(1 for pid in pids for e in self.rings.get(pid, ())
-                   if e.lineno > line and (e.worker is None or worker is None or e.worker == worker))
+                   if line < e.lineno and (until is None or e.lineno < until)
+                   and (e.worker is None or worker is None or e.worker == worker))

@@ -71,6 +71,12 @@ class _PatternGuard:
         return None if got is SLOW or got is STARVED else got
 
 
+def _after_prefix(src: str) -> str:
+    """A pattern anchored at the line start, for the prefilter: the line may begin with a worker prefix
+    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`) that the confirming match no longer sees."""
+    return r"(?:^|\]:)" + src[1:] if src.startswith("^") else src
+
+
 class Scanner:
     """Compiled once per ledger; scans any number of sources."""
 
@@ -94,7 +100,7 @@ class Scanner:
                 if sig.min_count > 1 or p.min_count > 1:
                     self.counted[p.index] = max(sig.min_count, p.min_count)
                 self.any_family[p.index] = sig.id
-                items.append((p.index, p.source, f"{p.location} ({sig.id})"))
+                items.append((p.index, _after_prefix(p.source), f"{p.location} ({sig.id})"))
             for p in sig.facts:
                 self.fact_pat[p.index] = p
                 items.append((p.index, p.source, f"{p.location} ({sig.id} fact {p.fact})"))

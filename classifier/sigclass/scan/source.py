@@ -18,12 +18,13 @@ from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, Pendin
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_KV, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_KV, G_MARK, GAP_AFTER_EXC, GAP_LINES,
+    LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, worker_in_text
-from sigclass.vocab import Method, Role, SignatureMode, Status, UNKNOWN
+from sigclass.vocab import MarkerKind, Method, Role, SignatureMode, Status, UNKNOWN
 from sigclass.text.prefixes import Stream
 
 if TYPE_CHECKING:
@@ -164,7 +165,14 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self._close(stream)
         self._release()
         self.resolve_facts()
-        settle(self.findings, self.sc.ledger, self.over_time.progress_after)
+        settle(self.findings, self.sc.ledger, self._progress_in_unit)
+
+    def _progress_in_unit(self, worker: str | None, line: int) -> int:
+        """Progress lines of the worker below a line and above the next unit's start marker: the next unit's
+        progress does not make the failure of the one before it `recovered`."""
+        nxt = next((m.line for m in self.markers if m.line > line and m.kind == MarkerKind.START
+                    and (m.worker is None or worker is None or m.worker == worker)), None)
+        return self.over_time.progress_after(worker, line, nxt)
 
     # ------------------------------------------------------------------ per line
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
@@ -175,6 +183,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
         if pids:
             self._side_hits(ln, lineno, pids)
+            if G_MARK in pids and self.markers and self.markers[-1].line == lineno \
+                    and self.markers[-1].kind == MarkerKind.START:
+                self._close(ln.stream)  # a unit starts here: the failure of the unit before it does not run on
             if self.sc.over_time:
                 self.over_time.hit(pids, ln, lineno, self._cur_time, Where(buf, ls, le, self._lo, self._serial))
         # expire blocks of other streams that have been quiet for too long

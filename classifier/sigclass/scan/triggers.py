@@ -77,6 +77,7 @@ FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
 # a line that starts a new log record even without a header we know
 NEW_RECORD = re.compile(
     r"(?:\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|FATAL|TRACE|NOTICE)(?:[\s:|\]]|$)|\[?\d{4}-\d\d-\d\d|[IWEF]\d{4} \d"
+    r"|\[[IW]\d{3,4} \d\d:\d\d:\d\d"  # torch's bracketed glog at info or warning level: `[I301 12:34:56.408 ...]`
     r"|[^|]{0,80}\d+%\||(?:Epoch|epoch|Step|step) \d)"
 )
 
