@@ -82,7 +82,9 @@ def _strip_prefix(line: str) -> str:
 
 # in a distributed job a block may name its own rank (rewritten to the printing rank's id)
 _RANK_SELF = re.compile(r"(?<=[Rr]ank )\d+")
+# (a launcher's line about a rank, `mpirun noticed that process rank 3 ... exited`, is not the rank's own output)
 _RANK_WORDS = re.compile(r"(?i)shard|part-\d|\bworker=|\brank=|\bgpu=|local_rank|exitcode|exit code|Root Cause"
+                         r"|mpirun|srun|process rank|exited"
                          r"|ChildFailedError|\btask\b|from +rank|rank\d|\branks\b|\b(?:done|finished|completed"
                          r"|succeeded|ok|start|starting|begin|running|aborted)\b")
 
@@ -137,8 +139,9 @@ def _render_stamp(kind: str, m: re.Match, t: datetime) -> str:
     return f"{g['L']}{md} {t:%H:%M:%S}{frac}"
 
 
-def retime(lines: list[str], start: datetime) -> tuple[list[str], datetime]:
-    """The block's own timestamps moved to `start` (their spacing kept); the time of its last line."""
+def retime(lines: list[str], start: datetime) -> tuple[list[tuple[datetime, str]], datetime]:
+    """The block's own timestamps moved to `start` (their spacing kept), each line with its time (a line
+    without one at the time of the line before it); the time of its last line."""
     first: datetime | None = None
     now = start
     out = []
@@ -157,7 +160,7 @@ def retime(lines: list[str], start: datetime) -> tuple[list[str], datetime]:
             now = max(now, new)
             line = line[: m.start()] + _render_stamp(kind, m, now) + line[m.end():]
             break
-        out.append(line)
+        out.append((now, line))
     return out, now
 
 
@@ -272,8 +275,8 @@ class Gen:
             choice += self.ranked.get(family, [])
         b = self.r.choice(choice)
         lines = [_RANK_SELF.sub(self.own, x) for x in b.lines] if self.own is not None else b.lines
-        lines, end = retime(lines, t)
-        return [Line(t, x, raw=True) for x in lines], end
+        timed, end = retime(lines, t)
+        return [Line(at, x, raw=True) for at, x in timed], end
 
     def marker(self, n: str, verbs: list[str], form: str | None = None) -> str:
         m = (form or self.r.choice(MARKERS)).format(n=n)
@@ -521,9 +524,9 @@ def gen_layout4(g: Gen, d: Path, truth: RunTruth) -> None:
         i = 0
         while i < len(lines):
             ln = lines[i]
-            if ln.raw and r.random() < 0.6:  # a whole traceback in one message
+            if ln.raw and r.random() < 0.6:  # a whole traceback (lines printed at one time) in one message
                 j = i
-                while j < len(lines) and lines[j].raw:
+                while j < len(lines) and lines[j].raw and lines[j].t == ln.t:
                     j += 1
                 out.append((ln.t, "ERROR", "\n".join(x.text for x in lines[i:j]) + "\n"))
                 i = j
@@ -588,12 +591,15 @@ def gen_distributed(g: Gen, d: Path, truth: RunTruth) -> None:
                 lines[0].t = t
                 units.append(Unit(i, i, lines, UnitTruth(i, "failed", fam, "cascade", root)))
     else:
-        sysfam = r.choice(g.roots) if scenario == "independent" and r.random() < 0.4 else None
+        # in one distributed job, an NCCL error on a second rank is read as the first one's consequence (its
+        # peer went away): independent faults there are drawn from the families local to one rank
+        local = [f for f in g.roots if f != "nccl-error"] if kind != "slurm" else g.roots
+        sysfam = r.choice(local) if scenario == "independent" and r.random() < 0.4 else None
         for i in ids:
             t = t0 + timedelta(seconds=r.randint(1, 30))
             x = r.random()
             if scenario == "independent" and (x < 0.35 or sysfam and x < 0.6):
-                fam = sysfam if sysfam and x < 0.6 and x >= 0.35 or sysfam and x < 0.25 else r.choice(g.roots)
+                fam = sysfam if sysfam and x < 0.6 and x >= 0.35 or sysfam and x < 0.25 else r.choice(local)
                 lines, _ = g.unit_lines(i, "fail", t + timedelta(minutes=r.randint(1, 40)), fam)
                 lines[0].t = t
                 units.append(Unit(i, i, lines, UnitTruth(i, "failed", fam, "root")))

@@ -9,6 +9,8 @@ two loads (the requests they served).
 
 from __future__ import annotations
 
+import re
+
 import time as _time
 from typing import Any
 
@@ -52,6 +54,9 @@ def lines_back(rx: Any, buf: bytes, start: int, end: int, last_lineno: int, enou
     return out
 
 
+_RECORD_NO = re.compile(r"\[sc:[^\]\n]*?;l=(\d+)\]:")  # the JSON-lines adapter's prefix (text.prefixes.jsonl_prefix)
+
+
 def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:
     if not text:
         return []
@@ -67,7 +72,11 @@ def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:
             prev_a = a
             b = text.find("\n", m.start())
             b = len(text) if b == -1 else b
-            out.append((last_lineno - total + 1 + seen_nl, text[a:b]))
+            no = last_lineno - total + 1 + seen_nl
+            if text.startswith("[sc:", a):  # a JSON-lines record: its number, as every other part of the scan
+                m2 = _RECORD_NO.match(text, a)
+                no = int(m2.group(1)) if m2 else no
+            out.append((no, text[a:b]))
     except TimeoutError:
         pass
     return out

@@ -43,7 +43,8 @@ def _error_end(f: Finding) -> int | None:
     for i, b in enumerate(f.block):
         if "Traceback (most recent call last)" in b or EXC_LINE.match(b.lstrip()):
             last = i
-    return None if last is None else f.line + last
+    # a JSON-lines record's message is one line number however many lines it holds
+    return None if last is None else min(f.line + last, max(f.end_line, f.line))
 
 
 def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
