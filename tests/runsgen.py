@@ -32,6 +32,7 @@ ROOT_FAMILIES = ["cuda-illegal-memory-access", "cuda-oom", "cuda-device-side-ass
 HANG = "vllm-engine-hang"
 DEAD = "vllm-engine-dead"
 ORPHAN = "vllm-orphan-gpu-memory"
+UNKNOWN = "unknown"  # not a family: what a failure no family explains is called
 DIST_SECONDARY = ["nccl-watchdog-timeout", "process-killed-by-signal"]
 RAY_SECONDARY = ["ray-actor-died", DEAD]
 
@@ -234,7 +235,7 @@ class RunTruth:
     def systematic(self) -> list[dict]:
         hit: dict[str, set] = {}
         for r in self.roots():
-            if r["worker"] is not None:
+            if r["worker"] is not None and r["family"] != UNKNOWN:
                 hit.setdefault(r["family"], set()).add(r["worker"])
         return sorted(({"family": f, "workers": len(w)} for f, w in hit.items() if len(w) > 1),
                       key=lambda s: s["family"])
@@ -264,15 +265,17 @@ class Gen:
         self.blocks = blocks
         self.roots = [f for f in ROOT_FAMILIES if blocks.get(f)]
         self.ranked = ranked if ranked is not None else load_blocks(ranked=True)
-        self.own: str | None = None
-        self.distributed = False  # the rank printing the next block, in a distributed job
+        self.own: str | None = None  # the rank printing the next block, in a distributed job
+        self.distributed = False
 
     # ---- pieces
 
     def block(self, family: str, t: datetime) -> tuple[list[Line], datetime]:
         choice = list(self.blocks.get(family, []))
         if self.own is not None:
+            # a shell session (`$ cat ...`, its output, the shell's `Killed`) is not a rank's own output
             choice += self.ranked.get(family, [])
+            choice = [b for b in choice if not any(x.startswith("$ ") for x in b.lines)] or choice
         b = self.r.choice(choice)
         lines = [_RANK_SELF.sub(self.own, x) for x in b.lines] if self.own is not None else b.lines
         timed, end = retime(lines, t)
@@ -311,6 +314,9 @@ class Gen:
             lines.append(Line(t, self.marker(n, SUCCESS, form)))
             return lines, t
         t += timedelta(seconds=3)
+        if kind == "marker":  # a failure marker and no error text: failed, of no known family
+            lines.append(Line(t, self.marker(n, FAILURE, form), level="ERROR"))
+            return lines, t
         blk, t = self.block(family, t)
         lines += blk
         if kind != "hang" and self.r.random() < 0.5:
@@ -320,7 +326,7 @@ class Gen:
 
     # ---- a worker that runs shards one after another (layouts 1, 2, 4)
 
-    def worker_units(self, worker: str, ids: list[str], t: datetime, forced: str | None) -> list[Unit]:
+    def worker_units(self, worker: str | None, ids: list[str], t: datetime, forced: str | None) -> list[Unit]:
         units: list[Unit] = []
         root: str | None = None  # the open blast radius's root unit on this worker
         for i, n in enumerate(ids):
@@ -331,8 +337,9 @@ class Gen:
                 else:
                     x = self.r.random()
                     kind, fam = ("ok", None) if x < 0.6 else ("hang", HANG) if x < 0.68 else \
-                        ("loose", None) if x < 0.72 and i == len(ids) - 1 else ("fail", self.r.choice(self.roots))
-                if kind in ("fail", "hang"):
+                        ("loose", None) if x < 0.72 and i == len(ids) - 1 else ("marker", UNKNOWN) if x < 0.75 \
+                        else ("fail", self.r.choice(self.roots))
+                if kind in ("fail", "hang", "marker"):
                     lines, t = self.unit_lines(n, kind, t, fam)
                     units.append(Unit(n, worker, lines, UnitTruth(worker, "failed", fam, "root")))
                     root = n
@@ -348,6 +355,9 @@ class Gen:
                     lines, t = self.unit_lines(n, "ok", t, None)
                     units.append(Unit(n, worker, lines, UnitTruth(worker, "ok")))
                     root = None
+                elif x < 0.35:  # a failure marker alone behind the root: a victim of no known family
+                    lines, t = self.unit_lines(n, "marker", t, UNKNOWN)
+                    units.append(Unit(n, worker, lines, UnitTruth(worker, "failed", UNKNOWN, "cascade", root)))
                 elif x < 0.55:
                     lines, t = self.unit_lines(n, "fail", t, DEAD)
                     units.append(Unit(n, worker, lines, UnitTruth(worker, "failed", DEAD, "cascade", root)))
@@ -357,6 +367,8 @@ class Gen:
                 else:
                     lines, t = self.unit_lines(n, "silent", t, None)
                     units.append(Unit(n, worker, lines, UnitTruth(worker, "incomplete", None, "cascade", root)))
+            if worker is None:
+                root = None  # no worker known: no unit is in another's blast radius
             t += timedelta(seconds=self.r.randint(5, 120))
         return units
 
@@ -453,7 +465,11 @@ def gen_layout1(g: Gen, d: Path, truth: RunTruth) -> None:
     nest = r.choice(["", "", "logs", "logs/2026-03-01"])
     shard_form = r.choice(SHARD_FILES)
     style = r.choice([s for s in STYLES if s != "none"])  # units of a worker are ordered by their time
-    if folderless:
+    if folderless and r.random() < 0.25:  # no folder and no key=value: every unit's worker is unknown
+        workers = [None]
+        kvs = [None]
+        truth.form = f"folderless, no worker {shard_form}"
+    elif folderless:
         kvf = r.choice(KV_WORKER)
         k = r.randint(1, 4)
         first = r.randint(0, 3)
@@ -724,8 +740,10 @@ def check_text(truth: RunTruth, text: str) -> list[str]:
     for fam in {r["family"] for r in roots}:
         if fam and not re.search(rf"\b{re.escape(fam)}\b", body):
             miss.append(f"{name}: root family {fam} not in the text")
-    if roots and ("do: " not in body or "check: " not in body):
+    if any(r["family"] != UNKNOWN for r in roots) and ("do: " not in body or "check: " not in body):
         miss.append(f"{name}: no do:/check: lines for its roots")
+    if any(r["family"] == UNKNOWN for r in roots) and "evidence: " not in body:
+        miss.append(f"{name}: no evidence: line for its unknown root")
     return miss
 
 
@@ -765,6 +783,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = a.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
+        if any(root.iterdir()):
+            print(f"{root} is not empty: give --keep an empty or new folder", file=sys.stderr)
+            return 2
         truths = [generate(s, root, blocks) for s in range(a.first, a.first + a.seeds)]
         (root / "truth.json").write_text(json.dumps([t.to_dict() for t in truths], indent=1))
         got, texts = run_sigclass([root / t.run for t in truths], a.jobs)

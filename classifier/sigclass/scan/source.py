@@ -185,7 +185,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self._side_hits(ln, lineno, pids)
             if G_MARK in pids and self.markers and self.markers[-1].line == lineno \
                     and self.markers[-1].kind == MarkerKind.START:
-                self._close(ln.stream)  # a unit starts here: the failure of the unit before it does not run on
+                self._new_unit(ln.stream, ln.worker)
             if self.sc.over_time:
                 self.over_time.hit(pids, ln, lineno, self._cur_time, Where(buf, ls, le, self._lo, self._serial))
         # expire blocks of other streams that have been quiet for too long
@@ -207,6 +207,14 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self._close(ln.stream)
         if pids and self._starts_block(ln, pids):
             self._open(buf, ls, ln, lineno, pids)
+
+    def _new_unit(self, stream: Stream | None, worker: str | None) -> None:
+        """A unit starts here: the failure block, counted evidence and open over-time findings of the unit
+        before it on this worker do not run on into it."""
+        self._close(stream)
+        for reg in (self.family_open, self.counters, self.counts):
+            for k in [k for k in reg if len(k) > 1 and k[1] == worker]:
+                del reg[k]
 
     def _starts_block(self, ln: Line, pids: set[int]) -> bool:
         if PAYLOAD.match(ln.body):
