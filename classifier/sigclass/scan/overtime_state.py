@@ -78,7 +78,10 @@ class OverTimeState(StallRules):
 
                 seen = Seen(lineno, ln, when, where)
             for rule, role in entries:
-                key = (id(rule), None if rule.kind == "rate" else ln.worker)
+                # a rate rule counts a whole source (requests and loads are often printed by different processes),
+                # except where a JSON record names the worker: then each worker's loads are its own
+                own = rule.kind != "rate" or (ln.stream is not None and ln.stream.in_record)
+                key = (id(rule), ln.worker if own else None)
                 st = self.states.setdefault(key, RuleState())
                 getattr(self, f"_{rule.kind}")(rule, role, st, seen, m, where)
         if seen is not None:
@@ -87,9 +90,9 @@ class OverTimeState(StallRules):
     def finish(self) -> None:
         for rule in self.ot.rules:
             if rule.kind == "rate":
-                st = self.states.get((id(rule), None))
-                if st is not None:
-                    self._rate_check(rule, st)
+                for key, st in self.states.items():
+                    if key[0] == id(rule):
+                        self._rate_check(rule, st)
 
     def progress_after(self, worker: str | None, line: int, until: int | None = None) -> int:
         """How many recent progress lines of the worker lie below a line, and above `until` (for `recovered`)."""

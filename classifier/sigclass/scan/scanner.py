@@ -73,8 +73,9 @@ class _PatternGuard:
 
 def _after_prefix(src: str) -> str:
     """A pattern anchored at the line start, for the prefilter: the line may begin with a worker prefix
-    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`) that the confirming match no longer sees."""
-    return r"(?:^|\]:)" + src[1:] if src.startswith("^") else src
+    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`, `3: `, `(pid=12, ip=...) `) that the confirming match,
+    on the line without its prefix, no longer sees."""
+    return r"(?:^|\]:|^[0-9]+: |\) )" + src[1:] if src.startswith("^") else src
 
 
 class Scanner:
@@ -103,12 +104,12 @@ class Scanner:
                 items.append((p.index, _after_prefix(p.source), f"{p.location} ({sig.id})"))
             for p in sig.facts:
                 self.fact_pat[p.index] = p
-                items.append((p.index, p.source, f"{p.location} ({sig.id} fact {p.fact})"))
+                items.append((p.index, _after_prefix(p.source), f"{p.location} ({sig.id} fact {p.fact})"))
         for gid, src in GENERIC.items():
             items.append((gid, src, f"built-in trigger {gid - G_BASE}"))
         # signatures over time (metric, storm, stall, rate rules): regex evidence, so not in learned-only mode
         self.over_time = OverTime(ledger if signatures != SignatureMode.LEARNED else _NO_RULES)
-        items.extend(self.over_time.items)
+        items.extend((pid, _after_prefix(src), label) for pid, src, label in self.over_time.items)
         self.live_stall: float | None = 0.0  # live pipes: provisional stalls (`stall_setting`; 0.0 is automatic)
         self.engine = prefilter.build(items, engine)
         self.multiline_families = [s for s in ledger if s.active and s.multiline]
