@@ -51,9 +51,8 @@ COMPRESS = ["", "", "", ".gz", ".zst"]
 KV_WORKER = ["worker=gpu{n}", "rank={n}", "gpu={n}"]
 RANK_PREFIX = ["[rank{n}]:", "[default{n}]:", "{n}: "]
 RAY_PREFIX = ["(RayWorkerWrapper pid={n}) ", "(pid={n}, ip=10.0.{o}.{h}) "]
-# time styles of generated lines: a function of (time, level, text) -> line
 STYLES = ["iso_z", "iso_naive", "iso_offset", "pylog", "pylog_bracket", "vllm", "glog", "glog_torch",
-          "not_at_start", "none"]
+          "not_at_start", "none"]  # (their heads: _STYLE_HEAD)
 
 # --------------------------------------------------------------------------- the ledger's example blocks
 
@@ -185,31 +184,25 @@ class Line:
     raw: bool = False  # a ledger line: written as it is, with its own time (if any)
 
 
+# each time style of generated lines: (time, level, milliseconds) -> the line's head before its text
+_STYLE_HEAD = {
+    "iso_z": lambda t, lvl, ms: f"{t:%Y-%m-%dT%H:%M:%S}.{ms}Z {lvl} ",
+    "iso_naive": lambda t, lvl, ms: f"{t:%Y-%m-%dT%H:%M:%S} {lvl} run: ",
+    "iso_offset": lambda t, lvl, ms: f"{offset_iso(t)} [{lvl.lower()}] ",
+    "pylog": lambda t, lvl, ms: f"{t:%Y-%m-%d %H:%M:%S},{ms} - gen - {lvl} - ",
+    "pylog_bracket": lambda t, lvl, ms: f"[{t:%Y-%m-%d %H:%M:%S},{ms}][gen][{lvl}] - ",
+    "vllm": lambda t, lvl, ms: f"{lvl} {t:%m-%d %H:%M:%S} [runner.py:88] ",
+    "glog": lambda t, lvl, ms: f"{lvl[0]}{t:%m%d %H:%M:%S}.{t.microsecond:06d}  4242 runner.cc:42] ",
+    "glog_torch": lambda t, lvl, ms: f"[{lvl[0]}{t.month}{t:%d} {t:%H:%M:%S}.{t.microsecond:06d}123 runner.cpp:88] ",
+    "not_at_start": lambda t, lvl, ms: f"[{lvl}|runner.py:12] {t:%Y-%m-%d %H:%M:%S},{ms} >> ",
+    "none": lambda t, lvl, ms: "",
+}
+
+
 def styled(style: str, ln: Line) -> str:
     if ln.raw:
         return ln.text
-    t, lvl, x = ln.t, ln.level, ln.text
-    ms = f"{t.microsecond // 1000:03d}"
-    if style == "iso_z":
-        return f"{t:%Y-%m-%dT%H:%M:%S}.{ms}Z {lvl} {x}"
-    if style == "iso_naive":
-        return f"{t:%Y-%m-%dT%H:%M:%S} {lvl} run: {x}"
-    if style == "iso_offset":
-        loc = t + timedelta(hours=2)
-        return f"{loc:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}+02:00 [{lvl.lower()}] {x}"
-    if style == "pylog":
-        return f"{t:%Y-%m-%d %H:%M:%S},{ms} - gen - {lvl} - {x}"
-    if style == "pylog_bracket":
-        return f"[{t:%Y-%m-%d %H:%M:%S},{ms}][gen][{lvl}] - {x}"
-    if style == "vllm":
-        return f"{lvl} {t:%m-%d %H:%M:%S} [runner.py:88] {x}"
-    if style == "glog":
-        return f"{lvl[0]}{t:%m%d %H:%M:%S}.{t.microsecond:06d}  4242 runner.cc:42] {x}"
-    if style == "glog_torch":
-        return f"[{lvl[0]}{t.month}{t:%d} {t:%H:%M:%S}.{t.microsecond:06d}123 runner.cpp:88] {x}"
-    if style == "not_at_start":
-        return f"[{lvl}|runner.py:12] {t:%Y-%m-%d %H:%M:%S},{ms} >> {x}"
-    return x  # "none"
+    return _STYLE_HEAD[style](ln.t, ln.level, f"{ln.t.microsecond // 1000:03d}") + ln.text
 
 
 def offset_iso(t: datetime) -> str:
