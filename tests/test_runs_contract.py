@@ -230,19 +230,23 @@ def test_counted_evidence_starts_again_with_each_unit(tmp_path: Path):
     assert got["8"] == ("3", "failed", "vllm-engine-hang", "root", None)
 
 
-def test_each_json_worker_has_its_own_rate_count(tmp_path: Path):
-    # two workers' records interleaved in one file: each one's per-prompt model loads are its own fault
+@pytest.mark.parametrize("form", ["jsonl", "[rank{r}]:", "{r}: "])
+def test_each_worker_has_its_own_rate_count(tmp_path: Path, form: str):
+    # two workers' lines interleaved in one file: each one's per-prompt model loads are its own fault
     comfy = ["got prompt", "Requested to load FluxClipModel_", "loaded completely 9.5 4777.55 True",
              "Requested to load Flux", "Prompt executed in 41.20 seconds"]
     rec = []
-    for gpu, shard in ((5, 3), (6, 0)):
-        rec.append((gpu, shard, f"shard {shard} start"))
+    for gpu, shard in ((5, 5), (6, 6)):
+        rec.append((gpu, shard, f"[shard {shard}] start"))
     for _ in range(3):
-        for gpu, shard in ((5, 3), (6, 0)):
+        for gpu, shard in ((5, 5), (6, 6)):
             rec += [(gpu, shard, x) for x in comfy]
-    (tmp_path / "run_events.jsonl").write_text("".join(
-        json.dumps({"timestamp": 1773844304.8 + i, "gpu": g, "unit": s, "message": m}) + "\n"
-        for i, (g, s, m) in enumerate(rec)))
+    if form == "jsonl":
+        (tmp_path / "run_events.jsonl").write_text("".join(
+            json.dumps({"timestamp": 1773844304.8 + i, "gpu": g, "unit": s, "message": m}) + "\n"
+            for i, (g, s, m) in enumerate(rec)))
+    else:
+        (tmp_path / "torchrun.out").write_text("".join(form.format(r=g) + m + "\n" for g, _, m in rec))
     got = units(tmp_path)
-    assert got["3"] == ("5", "failed", "tokenizer-reload-per-call", "root", None)
-    assert got["0"] == ("6", "failed", "tokenizer-reload-per-call", "root", None)
+    assert got["5"] == ("5", "failed", "tokenizer-reload-per-call", "root", None)
+    assert got["6"] == ("6", "failed", "tokenizer-reload-per-call", "root", None)

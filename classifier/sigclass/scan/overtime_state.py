@@ -78,9 +78,10 @@ class OverTimeState(StallRules):
 
                 seen = Seen(lineno, ln, when, where)
             for rule, role in entries:
-                # a rate rule counts a whole source (requests and loads are often printed by different processes),
-                # except where a JSON record names the worker: then each worker's loads are its own
-                own = rule.kind != "rate" or (ln.stream is not None and ln.stream.in_record)
+                # a rate rule counts a whole source (a server's requests and its engine's loads come from two
+                # processes), except where a JSON record or a rank prefix names the worker: each rank's are its own
+                own = rule.kind != "rate" or (ln.stream is not None and (
+                    ln.stream.in_record or ln.stream.prefix_kind() in ("rank", "mpi", "tee")))
                 key = (id(rule), ln.worker if own else None)
                 st = self.states.setdefault(key, RuleState())
                 getattr(self, f"_{rule.kind}")(rule, role, st, seen, m, where)
