@@ -250,3 +250,16 @@ def test_each_worker_has_its_own_rate_count(tmp_path: Path, form: str):
     got = units(tmp_path)
     assert got["5"] == ("5", "failed", "tokenizer-reload-per-call", "root", None)
     assert got["6"] == ("6", "failed", "tokenizer-reload-per-call", "root", None)
+
+
+def test_random_bytes_without_nul_under_a_log_name_are_binary(tmp_path: Path):
+    import random
+
+    rng = random.Random(30179)
+    data = bytes(rng.choice(range(1, 256)) for _ in range(2048))  # no NUL byte, few control bytes, not UTF-8
+    (tmp_path / "dump.log").write_bytes(data)
+    (tmp_path / "shard_3.log").write_text("[shard 3] start\n[shard 3] done\n")
+    res = runner.invoke(app, ["runs", "-f", "json", "-j", "1", str(tmp_path)])
+    run = json.loads(res.stdout)["runs"][0]
+    assert {p["path"]: p["kind"] for p in run["problems"]} == {"dump.log": "binary"}
+    assert [(u["unit"], u["status"]) for u in run["units"]] == [("3", "ok")]

@@ -272,14 +272,20 @@ _NOT_CONTROL = bytes(range(32, 256)) + bytes((9, 10, 12, 13, 27))
 
 
 def looks_binary(sample: bytes) -> bool:
-    """True for content that is not text: NUL bytes or many control characters."""
+    """True for content that is not text: NUL bytes, many control characters, or mostly bytes that are not
+    UTF-8 (compressed or random data under a log's name)."""
     if not sample:
         return False
     if sample.count(b"\x00") > max(1, len(sample) // 1000):
         return True
     head = sample[:4096]
     ctrl = len(head.translate(None, _NOT_CONTROL))  # control bytes other than tab, newline, form feed, CR, ESC
-    return ctrl > len(head) * 0.1
+    if ctrl > len(head) * 0.1:
+        return True
+    if head.isascii():
+        return False
+    not_utf8 = len(head) - len(head.decode("utf-8", "ignore").encode("utf-8"))
+    return not_utf8 > len(head) * 0.3
 
 
 def _is_pipe(stream: BinaryIO) -> bool:
