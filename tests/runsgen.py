@@ -75,6 +75,10 @@ _TIME = [
 _SHELL = re.compile(r"\$ |\[\d+\][-+]? |Killed\b|Terminated\b|oom_kill ")
 
 
+# the facts that make an illegal memory access the prefix-cache family (a GPU model, the prefix-cache setting)
+_HOPPER = re.compile(r"(?i)H100|H200|H800|GH200|prefix.?caching|prefix_cach")
+
+
 @dataclass
 class Block:
     family: str
@@ -283,6 +287,8 @@ class Gen:
             # a shell session (`$ cat ...`, its output, the shell's `Killed`) is not a rank's own output
             choice += self.ranked.get(family, [])
             choice = [b for b in choice if not any(_SHELL.match(x) for x in b.lines)] or choice
+        if "cuda-illegal-memory-access" in self.roots:  # no block lends an illegal access the prefix-cache facts
+            choice = [b for b in choice if not any(_HOPPER.search(x) for x in b.lines)] or choice
         b = self.r.choice(choice)
         self.tags.add(f"family:{family}")
         lines = [_RANK_SELF.sub(self.own, x) for x in b.lines] if self.own is not None else b.lines
@@ -535,16 +541,18 @@ def gen_layout2(g: Gen, d: Path, truth: RunTruth) -> None:
 
 def gen_layout4(g: Gen, d: Path, truth: RunTruth) -> None:
     r = g.r
-    wkey = r.choice(["worker", "rank", "gpu"])
-    if wkey == "worker":
+    # the fields are optional: without a worker field the file's name names the worker (one file per worker),
+    # without a unit field the messages' shard markers mark the units
+    wkey = r.choice(["worker", "rank", "gpu", "worker", "rank", "gpu", None])
+    if wkey in ("worker", None):
         workers = g.worker_names(r.randint(1, 4))
     else:
         first = r.randint(0, 3)
         workers = [str(first + i) for i in range(r.randint(1, 4))]
     mkey, tkey, ukey = r.choice(["msg", "message", "log"]), r.choice(["ts", "time", "timestamp"]), \
-        r.choice(["shard", "unit"])
+        r.choice(["shard", "unit", "shard", "unit", None])
     tform = r.choice(["iso_z", "iso_offset", "epoch"])
-    combined = r.random() < 0.4
+    combined = r.random() < 0.4 and wkey is not None
     units, t0 = g.shard_plan(workers)
 
     def stamp(t: datetime):
@@ -574,9 +582,17 @@ def gen_layout4(g: Gen, d: Path, truth: RunTruth) -> None:
                 continue
             out.append((ln.t, "ERROR" if ln.raw else ln.level, ln.text + ("\n" if mkey == "log" else "")))
             i += 1
-        return [(t, json.dumps({tkey: stamp(t), "level": lvl, wkey: wval(u.worker),
-                                ukey: int(u.uid) if r.random() < 0.7 else u.uid, "logger": "runner",
-                                mkey: text})) for t, lvl, text in out]
+        def record(t: datetime, lvl: str, text: str) -> str:
+            rec = {tkey: stamp(t), "level": lvl}
+            if wkey is not None:
+                rec[wkey] = wval(u.worker)
+            if ukey is not None:
+                rec[ukey] = int(u.uid) if r.random() < 0.7 else u.uid
+            rec["logger"] = "runner"
+            rec[mkey] = text
+            return json.dumps(rec)
+
+        return [(t, record(t, lvl, text)) for t, lvl, text in out]
 
     per_worker: dict[str, list[tuple[datetime, str]]] = {}
     for u in units:
@@ -587,7 +603,7 @@ def gen_layout4(g: Gen, d: Path, truth: RunTruth) -> None:
         write(d / "run_events.jsonl", "".join(e[1] + "\n" for e in allev), r, tags=g.tags)
     else:
         for w, evs in per_worker.items():
-            name = w if wkey == "worker" else f"{wkey}{w}"
+            name = w if wkey in ("worker", None) else f"{wkey}{w}"
             write(d / r.choice(["", "events"]) / f"{name}.jsonl", "".join(e[1] + "\n" for e in evs), r, tags=g.tags)
     truth.workers = len(workers)
     truth.form = f"jsonl {mkey}/{tkey}:{tform}/{wkey}/{ukey} combined={combined}"

@@ -230,7 +230,7 @@ def test_counted_evidence_starts_again_with_each_unit(tmp_path: Path):
     assert got["8"] == ("3", "failed", "vllm-engine-hang", "root", None)
 
 
-@pytest.mark.parametrize("form", ["jsonl", "[rank{r}]:", "{r}: "])
+@pytest.mark.parametrize("form", ["jsonl", "[rank{r}]:", "{r}: ", "(RayWorkerWrapper pid={r}) "])
 def test_each_worker_has_its_own_rate_count(tmp_path: Path, form: str):
     # two workers' lines interleaved in one file: each one's per-prompt model loads are its own fault
     comfy = ["got prompt", "Requested to load FluxClipModel_", "loaded completely 9.5 4777.55 True",
@@ -263,3 +263,33 @@ def test_random_bytes_without_nul_under_a_log_name_are_binary(tmp_path: Path):
     run = json.loads(res.stdout)["runs"][0]
     assert {p["path"]: p["kind"] for p in run["problems"]} == {"dump.log": "binary"}
     assert [(u["unit"], u["status"]) for u in run["units"]] == [("3", "ok")]
+
+
+def test_a_rate_count_starts_again_with_each_unit(tmp_path: Path):
+    # the same worker reloads per prompt in two shards with a good one between: two faults, each its shard's own
+    comfy = ["got prompt", "Requested to load FluxClipModel_", "loaded completely 9.5 4777.55 True",
+             "Requested to load Flux", "Prompt executed in 41.20 seconds"]
+    lines = ["[shard 1] start", *comfy * 3, "[shard 1] aborted", "[shard 2] start", "[shard 2] done",
+             "[shard 3] start", *comfy * 3]
+    (tmp_path / "worker_2.log").write_text("".join(x + "\n" for x in lines))
+    assert units(tmp_path) == {
+        "1": ("worker_2", "failed", "tokenizer-reload-per-call", "root", None),
+        "2": ("worker_2", "ok", None, None, None),
+        "3": ("worker_2", "failed", "tokenizer-reload-per-call", "root", None),
+    }
+
+
+def test_a_headless_traceback_in_one_json_record_stays_in_its_unit(tmp_path: Path):
+    # no unit field: the markers mark the units; the frames above the exception line are in the same record,
+    # so they must not be counted as lines above it (into the unit before)
+    frag = ('  File "/opt/conda/lib/python3.9/site-packages/torch/utils/data/_utils/signal_handling.py", line 66\n'
+            "    _error_if_any_worker_fails()\n"
+            "RuntimeError: DataLoader worker (pid 9981) is killed by signal: Segmentation fault.\n")
+    rec = ["Starting shard=1001", "processed 64 prompts (45.7 it/s)", "shard=1001: succeeded", "shard-1005 status=begin",
+           frag, "shard-1005 status=aborted"]
+    (tmp_path / "rank0.jsonl").write_text("".join(
+        json.dumps({"timestamp": f"2026-02-09T06:55:{10 + i}Z", "rank": 0, "msg": m}) + "\n" for i, m in enumerate(rec)))
+    assert units(tmp_path) == {
+        "1001": ("0", "ok", None, None, None),
+        "1005": ("0", "failed", "segfault", "root", None),
+    }

@@ -33,7 +33,8 @@ class OverTimeState(StallRules):
         self.search = search
         self.year = year
         self.shared = shared  # (family, worker) -> [its open finding, time of its latest evidence]
-        self.states: dict[tuple[int, str | None], RuleState] = {}
+        self.states: dict[tuple[int, str | None], RuleState] = {}  # (rule, worker) -> its state
+        self.rates = {id(r): r for r in ot.rules if r.kind == "rate"}
         self.progress_pids = {self.ot.pid_of[(id(r), "progress")] for r in ot.rules if r.kind == "stall"}
         self.recent = Recent({pid: self.ot.region[pid] for pid in sorted(self.progress_pids)})
         self.looked: dict[int, tuple[int, int]] = {}  # progress pattern -> (block, offset) its look-backs reached
@@ -44,20 +45,19 @@ class OverTimeState(StallRules):
         """A block has been read: keep the latest progress lines of its tail, and count the requests
         served after the last load in it."""
         self.recent.tail(buf[max(lo, n - TAIL_BYTES):n], last_lineno)  # read when a ring is asked for
-        for rule in self.ot.rules:
-            if rule.kind == "rate":
-                st = self.states.get((id(rule), None))
-                if st is not None and st.count_serial == serial:
-                    limit = None
-                    if last_lineno - st.last_load > rule.window:
-                        # any later load is more than `window` lines on and starts a new count: this one only
-                        # decides the end-of-log check, which needs it just up to the ratio's threshold
-                        limit = 0 if st.fired is not None or st.load_count < rule.min_count else \
-                            max(int(st.load_count / rule.ratio - st.served) + 1, 0)
-                    if limit != 0:
-                        st.served += count_in(self.ot.region[self.ot.pid_of[(id(rule), "per")]], buf, st.count_from,
-                                              n, limit)
-                    st.count_serial = -1
+        for key, st in self.states.items():
+            rule = self.rates.get(key[0])
+            if rule is not None and st.count_serial == serial:
+                limit = None
+                if last_lineno - st.last_load > rule.window:
+                    # any later load is more than `window` lines on and starts a new count: this one only
+                    # decides the end-of-log check, which needs it just up to the ratio's threshold
+                    limit = 0 if st.fired is not None or st.load_count < rule.min_count else \
+                        max(int(st.load_count / rule.ratio - st.served) + 1, 0)
+                if limit != 0:
+                    st.served += count_in(self.ot.region[self.ot.pid_of[(id(rule), "per")]], buf, st.count_from,
+                                          n, limit)
+                st.count_serial = -1
 
     def hit(self, pids: set[int], ln: Line, lineno: int, iso: Callable[[], str | None], where: Where) -> None:
         seen = None
@@ -80,20 +80,24 @@ class OverTimeState(StallRules):
             for rule, role in entries:
                 # a rate rule counts a whole source (a server's requests and its engine's loads come from two
                 # processes), except where a JSON record or a rank prefix names the worker: each rank's are its own
-                own = rule.kind != "rate" or (ln.stream is not None and (
-                    ln.stream.in_record or ln.stream.prefix_kind() in ("rank", "mpi", "tee")))
-                key = (id(rule), ln.worker if own else None)
+                key = (id(rule), ln.worker)  # each worker's own count (a rate rule's requests: any line between)
                 st = self.states.setdefault(key, RuleState())
                 getattr(self, f"_{rule.kind}")(rule, role, st, seen, m, where)
         if seen is not None:
             seen._when = None  # the block the line came from is gone after this
 
     def finish(self) -> None:
-        for rule in self.ot.rules:
-            if rule.kind == "rate":
-                for key, st in self.states.items():
-                    if key[0] == id(rule):
-                        self._rate_check(rule, st)
+        for key, st in self.states.items():
+            if key[0] in self.rates:
+                self._rate_check(self.rates[key[0]], st)
+
+    def new_unit(self, worker: str | None) -> None:
+        """A unit starts on the worker: its rules count from nothing again (what the unit before it printed is
+        that unit's evidence)."""
+        for key in [k for k in self.states if k[1] == worker]:
+            st = self.states.pop(key)
+            if key[0] in self.rates:
+                self._rate_check(self.rates[key[0]], st)  # the unit before it ends here: judge its count
 
     def progress_after(self, worker: str | None, line: int, until: int | None = None) -> int:
         """How many recent progress lines of the worker lie below a line, and above `until` (for `recovered`)."""

@@ -212,6 +212,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         """A unit starts here: the failure block, counted evidence and open over-time findings of the unit
         before it on this worker do not run on into it."""
         self._close(stream)
+        self.over_time.new_unit(worker)
         for reg in (self.family_open, self.counters, self.counts):
             for k in [k for k in reg if len(k) > 1 and k[1] == worker]:
                 del reg[k]
@@ -266,12 +267,14 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 end = start - 1
                 continue
             b = prev.body
+            # a JSON-lines record keeps its own number for every line its message holds
+            no = prev.line_override if prev.line_override is not None else lineno - back
             if b.startswith((" ", "\t")) and b.strip():
-                out.append((lineno - back, prev, self._hits.get(start)))
+                out.append((no, prev, self._hits.get(start)))
                 end = start - 1
                 continue
             if "Traceback (most recent call last)" in b:
-                out.append((lineno - back, prev, self._hits.get(start)))
+                out.append((no, prev, self._hits.get(start)))
             break
         out.reverse()
         return out
