@@ -293,3 +293,12 @@ def test_a_headless_traceback_in_one_json_record_stays_in_its_unit(tmp_path: Pat
         "1001": ("0", "ok", None, None, None),
         "1005": ("0", "failed", "segfault", "root", None),
     }
+
+
+def test_a_shard_marker_with_a_colon_is_not_a_pdsh_host(tmp_path: Path):
+    # `shard-100: completed` has the shape of pdsh's `worker-1: ` host prefix; the marker must win
+    (tmp_path / "rank0.log").write_text("shard-100 status=running\nprocessed 64 prompts (36.8 it/s)\n"
+                                        "shard-100: completed (862 prompts)\nshard-101: begin\nshard-101: aborted\n")
+    got = units(tmp_path)
+    assert got["100"] == ("rank0", "ok", None, None, None)
+    assert got["101"][1:3] == ("failed", "unknown")

@@ -43,7 +43,9 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("tee", r"(?P<host>[A-Za-z][\w-]*):(?P<w>\d{1,4}): ", None),
     # pdsh's host alone (DeepSpeed's and Accelerate's multi-node launchers): `10.0.0.7: `, `worker-1: `; a host
     # name needs a hyphen and a digit, so `python3: can't open file` or `RuntimeError: ` stay lines of their own
-    Prefix("host", r"(?P<w>(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
+    # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins)
+    Prefix("host", r"(?P<w>(?![Ss]hard-\d)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++"
+                   r"|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
 )
 
 # What may stand before a rank prefix, and is read past: a timestamp (`2024-11-20 14:37:16 [rank3]: `), the
