@@ -107,9 +107,15 @@ def _late_roots(findings: list[Finding]) -> None:
         if f.family not in LATE_VICTIMS or f.role == Role.SECONDARY:
             continue
         nxt = next((g for g in findings[i + 1:] if g.family_role == Role.ROOT and g.family != UNKNOWN
-                    and g.role != Role.SECONDARY and 0 <= g.line - f.end_line <= LATE_ROOT_LINES), None)
+                    and g.role != Role.SECONDARY and _after(f, g)), None)
         if nxt is not None:
             _victim_of(f, nxt)
+
+
+def _after(f: Finding, g: Finding) -> bool:
+    """Whether root g comes after victim f: within LATE_ROOT_LINES below it, or in one block that holds both
+    (the launcher's SIGTERM lines and its summary naming the failed rank, printed without line prefixes)."""
+    return 0 <= g.line - f.end_line <= LATE_ROOT_LINES or g.line <= f.line <= f.end_line <= g.end_line
 
 
 def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None, int], int]) -> None:
