@@ -125,6 +125,16 @@ def test_sglang_decode_batches_that_generate_nothing_are_a_hang(scanner):
     ("torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGTERM death signal, shutting down "
      "workers\n", "process-killed-by-signal"),
     ("systemd[1]: trainer.service: Main process exited, code=killed, status=15/TERM\n", "process-killed-by-signal"),
+    ("distributed.nanny.memory - WARNING - Worker tcp://10.0.46.23:33455 (pid=52) exceeded 95% memory budget. "
+     "Restarting...\n", "host-oom-killed"),
+    ("TerminatedWorkerError: A worker process managed by the executor was unexpectedly terminated. The exit codes of "
+     "the workers are {SIGKILL(-9)}\n", "host-oom-killed"),
+    ("TerminatedWorkerError: A worker process managed by the executor was unexpectedly terminated. The exit codes of "
+     "the workers are {SIGSEGV(-11)}\n", "segfault"),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\n", "host-oom-killed"),
+    ("=>> PBS: job killed: walltime 86415 exceeded limit 86400\n", "process-killed-by-signal"),
+    ("Epoch 3:  61%|######    | 610/1000 [21:10<13:32,  2.08s/it, loss=0.412]\nTerminated\n",
+     "process-killed-by-signal"),
 ])
 def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, family):
     assert _root(scanner, text) == family
@@ -136,6 +146,9 @@ def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, fam
     "Job 4711 finished. Exit status: 1370\n",
     "trainer-1 exited with code 1357\n",
     "systemd[1]: trainer.service: Main process exited, code=exited, status=0/SUCCESS\n",
+    "distributed.worker.memory - WARNING - Worker is at 81% memory usage. Pausing worker.\n",
+    "WARNING: restarting worker 3: process 4711 was killed by signal 90\n",
+    "Job terminated normally.\nTerminated workers: 0\n",
 ])
 def test_ordinary_exits_are_no_kill(scanner, text):
     assert scanner.scan_text(text).findings == []
