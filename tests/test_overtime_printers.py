@@ -135,6 +135,13 @@ def test_sglang_decode_batches_that_generate_nothing_are_a_hang(scanner):
     ("=>> PBS: job killed: walltime 86415 exceeded limit 86400\n", "process-killed-by-signal"),
     ("Epoch 3:  61%|######    | 610/1000 [21:10<13:32,  2.08s/it, loss=0.412]\nTerminated\n",
      "process-killed-by-signal"),
+    ("Process finished with exit code -1073741819 (0xC0000005)\n", "segfault"),
+    ("      g++: fatal error: Killed signal terminated program cc1plus\n", "host-oom-killed"),
+    ("./run.sh: \u884c 8: 21044 \u6bb5\u9519\u8bef               (\u6838\u5fc3\u5df2\u8f6c\u50a8) python demo.py\n",
+     "segfault"),
+    # a death by a signal no family names is still a failure
+    ("Floating point exception (core dumped)\n", "unknown"),
+    ("Illegal instruction (core dumped)\n", "unknown"),
 ])
 def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, family):
     assert _root(scanner, text) == family
@@ -149,6 +156,8 @@ def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, fam
     "distributed.worker.memory - WARNING - Worker is at 81% memory usage. Pausing worker.\n",
     "WARNING: restarting worker 3: process 4711 was killed by signal 90\n",
     "Job terminated normally.\nTerminated workers: 0\n",
+    "Process finished with exit code 0\n",
+    "Illegal instruction check: passed\nAborted 0 of 12 jobs\n",
 ])
 def test_ordinary_exits_are_no_kill(scanner, text):
     assert scanner.scan_text(text).findings == []

@@ -37,7 +37,8 @@ GENERIC = {
     G_FATAL: r"Fatal Python error: |[A-Za-z0-9_.-]+: error: (?:unrecognized arguments: |the following arguments are required: "
              r"|argument [A-Za-z0-9_/-]+: |ambiguous option: )|Error code: [45][0-9][0-9] - "
              r"|\[c10d\] The client socket has failed to connect to any network address",
-    G_ABORT: r"Aborted +\(core dumped\)",
+    # a process the shell reports dead of a signal no family names (SIGABRT, SIGFPE, SIGILL, SIGTRAP)
+    G_ABORT: r"(?:Aborted|Floating point exception|Illegal instruction|Trace/breakpoint trap) +\(core dumped\)",
     G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
     G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
     G_EXIT: EXIT_TRIGGER,  # a launcher's word that a worker ended, and how (text/workers.py)
