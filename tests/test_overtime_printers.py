@@ -139,6 +139,17 @@ def test_sglang_decode_batches_that_generate_nothing_are_a_hang(scanner):
     ("      g++: fatal error: Killed signal terminated program cc1plus\n", "host-oom-killed"),
     ("./run.sh: \u884c 8: 21044 \u6bb5\u9519\u8bef               (\u6838\u5fc3\u5df2\u8f6c\u50a8) python demo.py\n",
      "segfault"),
+    ("collect2: fatal error: ld terminated with signal 9 [Killed]\n", "host-oom-killed"),
+    ("(raylet) Memory on the node (IP: 10.0.62.231, ID: e5d9) where the task (task ID: 4353, name=allocate_memory, "
+     "pid=11362, memory used=1.25GB) was running was 27.71GB / 28.80GB (0.962273), which exceeds the memory usage "
+     "threshold of 0.95. Ray killed this worker (ID: 6f2e) because it was the most recently scheduled task.\n",
+     "host-oom-killed"),
+    ("node01:4711:4790 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n",
+     "shm-exhausted"),
+    ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\nsrun: forcing job termination\n",
+     "process-killed-by-signal"),
+    ("\u2502         val_loss          \u2502            nan            \u2502\n", "nan-loss"),
+    ("| train/loss | NaN |\n", "nan-loss"),
     # a death by a signal no family names is still a failure
     ("Floating point exception (core dumped)\n", "unknown"),
     ("Illegal instruction (core dumped)\n", "unknown"),
@@ -158,6 +169,8 @@ def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, fam
     "Job terminated normally.\nTerminated workers: 0\n",
     "Process finished with exit code 0\n",
     "Illegal instruction check: passed\nAborted 0 of 12 jobs\n",
+    "\u2502         val_loss          \u2502    0.6931471824645996     \u2502\n| train_loss | 0.412 |\n",
+    "Volatile Uncorr. ECC: 0, Remapped Rows Pending: No, Remapped Rows Failure: No\n",
 ])
 def test_ordinary_exits_are_no_kill(scanner, text):
     assert scanner.scan_text(text).findings == []
