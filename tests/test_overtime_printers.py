@@ -68,6 +68,27 @@ def test_megatron_fp16_steps_skipped_at_the_minimum_scale_are_a_nan_loss(scanner
     assert scanner.scan_text(_megatron("1.0", [0, 0, 0])).findings == []  # bf16 prints scale 1.0 too
 
 
+@pytest.mark.parametrize("text", [
+    "Epoch 1 | iter 48 step 1 | loss train: nan, val: n/a | iter time: 47.63 ms\n",           # lit-gpt
+    "[2020-01-01 10:00:00,000 INFO] Step 100/100000; acc:   0.00; ppl:   nan; xent:   nan; lr: 1.00000;\n",  # OpenNMT
+    " 100: -nan, -nan avg loss, 0.001000 rate, 3.100000 seconds, 6400 images, 10.5 hours left\n",  # darknet
+    "epoch     train_loss  valid_loss  accuracy  time\n0         0.512301    0.401122    0.871000  00:10\n"
+    "1         nan         nan         0.098000  00:10\n2         nan         nan         0.098000  00:10\n",  # fastai
+])
+def test_more_trainers_nan_loss_lines_are_read(scanner, text):
+    assert _root(scanner, text) == "nan-loss"
+
+
+@pytest.mark.parametrize("text", [
+    "Region 82 Avg IOU: -nan, Class: -nan, Obj: -nan, No Obj: 0.000010, .5R: -nan, .75R: -nan,  count: 0\n",
+    "epoch     train_loss  valid_loss  accuracy  time\n0         0.512301    nan         0.871000  00:10\n"
+    "1         0.401233    nan         0.881000  00:10\n",
+    "          col_a  col_b\n0        NaN    1.0\n1        NaN    2.0\n",  # a pandas frame's missing values
+])
+def test_nan_outside_a_loss_column_is_quiet(scanner, text):
+    assert scanner.scan_text(text).findings == []
+
+
 def test_transformers_string_formatted_step_dicts_are_read(scanner):
     # transformers >= 4.47 formats every float of the log dict as a string
     ok = "{'loss': '0.6931', 'grad_norm': '12.5', 'learning_rate': '5e-07', 'epoch': '0.01'}\n"
@@ -150,6 +171,9 @@ def test_sglang_decode_batches_that_generate_nothing_are_a_hang(scanner):
      "process-killed-by-signal"),
     ("\u2502         val_loss          \u2502            nan            \u2502\n", "nan-loss"),
     ("| train/loss | NaN |\n", "nan-loss"),
+    ("Epoch 2:  40%|####      | 400/1000 [10:02<15:03,  1.51s/it]\n\x1b[0m  Killed\n", "host-oom-killed"),
+    ("[0mKilled[0m\n", "host-oom-killed"),
+    ("\x1b[31mTerminated\x1b[0m\n", "process-killed-by-signal"),
     # a death by a signal no family names is still a failure
     ("Floating point exception (core dumped)\n", "unknown"),
     ("Illegal instruction (core dumped)\n", "unknown"),
@@ -171,6 +195,7 @@ def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, fam
     "Illegal instruction check: passed\nAborted 0 of 12 jobs\n",
     "\u2502         val_loss          \u2502    0.6931471824645996     \u2502\n| train_loss | 0.412 |\n",
     "Volatile Uncorr. ECC: 0, Remapped Rows Pending: No, Remapped Rows Failure: No\n",
+    "  Killed processes: 0\nKilled by the user request: none\n",
 ])
 def test_ordinary_exits_are_no_kill(scanner, text):
     assert scanner.scan_text(text).findings == []
