@@ -124,13 +124,16 @@ RUN_TASK_SOURCES = 256  # sources per run-group task (a bigger run makes a task 
 
 def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(),
               n_jobs: int = -1, on_progress: Callable[[int], None] | None = None,
-              small_in_process: bool = False) -> Iterator[Run]:
+              small_in_process: bool = False, render: Callable[[Run], Any] | None = None) -> Iterator[Any]:
     """The post-mortem of each planned run, in order, as soon as it is known (memory stays flat).
 
     One process: run after run. Many runs: each task scans and assembles
     whole runs, so the calling process only gathers them. Few runs: the
     tasks are files (a run with many files still spreads over every worker)
     and the runs are assembled here. The answer is the same in every case.
+    With ``render`` (a picklable callable, e.g. `sigclass.runs.rendered.Render`)
+    each run is yielded as ``render(run)``, made where the run was assembled:
+    a worker sends that back instead of the whole run.
     """
     workers = _workers(n_jobs)
     total = sum(len(p.sources) for p in plans)
@@ -140,22 +143,25 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
             run = assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources])
             if on_progress and plan.sources:
                 on_progress(len(plan.sources))
-            yield run
+            yield run if render is None else render(run)
         return
     if len(plans) >= RUN_TASKS_MIN_RUNS_PER_WORKER * workers:
-        yield from _run_tasks(plans, cfg, layout, n_jobs, workers, total, on_progress)
+        yield from _run_tasks(plans, cfg, layout, n_jobs, workers, total, on_progress, render)
         return
     scans = scan_sources(plans, cfg, layout, n_jobs=n_jobs, on_progress=on_progress)
     for plan, sc in zip(plans, scans):
-        yield assemble(plan, sc)
+        run = assemble(plan, sc)
+        yield run if render is None else render(run)
 
 
-def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan]) -> list[Run]:
-    return [assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans]
+def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan],
+                   render: Callable[[Run], Any] | None = None) -> list[Any]:
+    runs = (assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans)
+    return [run if render is None else render(run) for run in runs]
 
 
 def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int, total: int,
-               on_progress: Callable[[int], None] | None) -> Iterator[Run]:
+               on_progress: Callable[[int], None] | None, render: Callable[[Run], Any] | None) -> Iterator[Any]:
     import joblib
 
     per_task = max(1, min(RUN_TASK_SOURCES, math.ceil(total / (workers * 8))))
@@ -172,7 +178,7 @@ def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs
         chunks.append(cur)
     with workers_ignore_sigint():  # the workers start here
         gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-            joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)
+            joblib.delayed(_analyse_chunk)(cfg, layout, ch, render) for ch in chunks)
     with _closing(gen):
         for chunk, done in zip(chunks, gen):
             if on_progress:
