@@ -1,8 +1,9 @@
 """Post-mortem over run directories in parallel (`sigclass runs DIR...`).
 
-`iter_runs` scans sources and assembles runs with joblib (any backend, dask
-included): whole runs per task when there are many runs, single files per task
-when there are few, and yields each run as soon as it is known.
+`iter_runs` scans sources and assembles runs on worker processes (`runs.pool`:
+forked local workers, a dask cluster, or a joblib backend the caller chose):
+whole runs per task when there are many runs, single files per task when
+there are few, and yields each run as soon as it is known.
 """
 
 from __future__ import annotations
@@ -10,15 +11,14 @@ from __future__ import annotations
 import math
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
-import warnings
 
 from sigclass.errors import SigclassError
 from sigclass.records import Batch, Run
 from sigclass.runs.assemble import assemble
 from sigclass.runs.discover import plan_run, RunPlan
-from sigclass.runs.interrupt import workers_ignore_sigint
 from sigclass.runs.layouts import Layout
-from sigclass.runs.sources import scan_source, ScanConfig, SourceScan
+from sigclass.runs.pool import drop_dask, task_results, use_dask, workers_for
+from sigclass.runs.sources import scan_source, scanner_for, ScanConfig, SourceScan
 
 
 def _scan_chunk(cfg: ScanConfig, layout: Layout, items: list[tuple[int, str, str]]) -> list[tuple[int, SourceScan]]:
@@ -34,8 +34,8 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
                  on_progress: Callable[[int], None] | None = None, small_in_process: bool = False) -> list[list[SourceScan]]:
     """Scan every source of every run, in parallel; the scans of run i, in path order, at index i.
 
-    Runs under whatever joblib backend is active (`joblib.parallel_config`),
-    so `--dask` only has to switch the backend. With ``small_in_process`` a
+    Runs where `runs.pool` says (local workers, the `dask_backend` cluster, or
+    the joblib backend of `joblib.parallel_config`). With ``small_in_process`` a
     small batch skips the worker processes (the answer is the same).
     """
     items = [(i, plan.path, rel) for i, plan in enumerate(plans) for rel in plan.sources]
@@ -51,43 +51,22 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
                 on_progress(1)
         return out
     size = max(1, min(32, math.ceil(len(items) / (workers * 8))))
-    chunks = [items[k:k + size] for k in range(0, len(items), size)]
-    import joblib
-
-    with workers_ignore_sigint():  # the workers start here
-        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-            joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
-    with _closing(gen):
+    chunks = [(cfg, layout, items[k:k + size]) for k in range(0, len(items), size)]
+    gen = task_results(_scan_chunk, chunks, n_jobs, workers, lambda: scanner_for(cfg))
+    try:
         for done in gen:
             for i, scan in done:
                 out[i].append(scan)
             if on_progress:
                 on_progress(len(done))
+    finally:
+        gen.close()
     return out
 
 
 def _workers(n_jobs: int) -> int:
-    """How many workers joblib would use; -j1 never imports joblib (and numpy with it)."""
-    if n_jobs == 1:
-        return 1
-    import joblib
-
-    return joblib.effective_n_jobs(n_jobs)
-
-
-class _closing:
-    """Close a joblib result generator quietly when its consumer stops early (an error, `| head`)."""
-
-    def __init__(self, gen) -> None:
-        self.gen = gen
-
-    def __enter__(self):
-        return self.gen
-
-    def __exit__(self, *exc: Any) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # joblib warns about the tasks it cancels
-            self.gen.close()
+    """How many worker processes -j N means; -j1 never imports a pool (or joblib, or numpy)."""
+    return workers_for(n_jobs)
 
 
 def analyse(dirs: Iterable[str], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(), n_jobs: int = -1,
@@ -162,8 +141,6 @@ def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan],
 
 def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int, total: int,
                on_progress: Callable[[int], None] | None, render: Callable[[Run], Any] | None) -> Iterator[Any]:
-    import joblib
-
     per_task = max(1, min(RUN_TASK_SOURCES, math.ceil(total / (workers * 8))))
     chunks: list[list[RunPlan]] = []
     cur: list[RunPlan] = []
@@ -176,18 +153,24 @@ def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs
             cur, n = [], 0
     if cur:
         chunks.append(cur)
-    with workers_ignore_sigint():  # the workers start here
-        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-            joblib.delayed(_analyse_chunk)(cfg, layout, ch, render) for ch in chunks)
-    with _closing(gen):
+    gen = task_results(_analyse_chunk, [(cfg, layout, ch, render) for ch in chunks], n_jobs, workers,
+                       lambda: scanner_for(cfg))
+    try:
         for chunk, done in zip(chunks, gen):
             if on_progress:
                 on_progress(sum(len(p.sources) for p in chunk))
             yield from done
+    finally:
+        gen.close()
 
 
 class dask_backend:
-    """`with dask_backend(address):` runs joblib work on an existing dask.distributed cluster."""
+    """`with dask_backend(address):` runs the batches of this block on an existing dask.distributed cluster.
+
+    Each dask worker process builds its scanner on its first task and keeps it
+    (`runs.sources.scanner_for`); tasks are whole runs (or files) rendered or
+    scanned there, so what comes back is small (`runs.pool`).
+    """
 
     TIMEOUT = 20.0  # seconds to reach the scheduler
 
@@ -195,28 +178,21 @@ class dask_backend:
         self.address = address
         self.timeout = self.TIMEOUT if timeout is None else timeout
         self.client = None
-        self._cfg = None
 
     def __enter__(self) -> "dask_backend":
         try:
             import distributed
         except ImportError:
             raise SigclassError("--dask needs the optional dask extra; install it with: pip install 'sigclass[dask]'") from None
-        import joblib
-
         try:
-            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=True)
+            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise SigclassError(f"cannot reach the dask scheduler at {self.address} ({exc or type(exc).__name__}); "
                                 "check the address (tcp://HOST:PORT) and that the scheduler is running") from None
-        self._cfg = joblib.parallel_config(backend="dask")
-        self._cfg.__enter__()
+        use_dask(self.client)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            if self._cfg is not None:
-                self._cfg.__exit__(*exc)
-        finally:
-            if self.client is not None:
-                self.client.close()
+        if self.client is not None:
+            drop_dask(self.client)
+            self.client.close()
