@@ -184,7 +184,7 @@ def _cached_database(forms: list[bytes]) -> Any:
 
     from sigclass.scan.prefilter import _cache_key, _cache_read, _cache_write
 
-    key = _cache_key("hs-lines", getattr(hyperscan, "__version__", "?"),
+    key = _cache_key("hslines", getattr(hyperscan, "__version__", "?"),
                      [(i, f.decode("latin-1"), "") for i, f in enumerate(forms)])
     blob = _cache_read(key)
     if blob is not None:

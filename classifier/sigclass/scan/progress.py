@@ -35,12 +35,20 @@ class Region:
     plain strings one of which each match holds (scan/locate.py): lines without one are never decoded.
     A line matches when the regex matches within it. Other attributes are the compiled regex's."""
 
-    __slots__ = ("rx", "locator")
+    __slots__ = ("rx", "src", "_locator")
 
     def __init__(self, src: str) -> None:
         self.rx = _compile(src)
-        lits = required_literals(src)
-        self.locator = LineMatcher(src, self.rx, _compile, lits) if lits else None
+        self.src = src
+        self._locator: Any = False
+
+    @property
+    def locator(self) -> LineMatcher | None:
+        """Made when first asked for: a scan that never reads a stretch pays nothing at start-up."""
+        if self._locator is False:
+            lits = required_literals(self.src)
+            self._locator = LineMatcher(self.src, self.rx, _compile, lits) if lits else None
+        return self._locator
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rx, name)
