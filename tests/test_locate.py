@@ -54,7 +54,10 @@ def test_lines_found_are_the_lines_the_regex_matches(engine):
             lines = [b"".join(rnd.choice(FRAGMENTS) for _ in range(rnd.randrange(0, 8))) for _ in range(rnd.randrange(1, 30))]
             data = b"\n".join(lines) + (b"\n" if rnd.random() < 0.5 else b"")
             got = [data.count(b"\n", 0, ls) for ls, _le, _text in matcher.lines(data, 5.0)]
-            assert got == _per_line(region.rx, lines), (src, lines)
+            want = _per_line(region.rx, lines)
+            assert got == want, (src, lines)
+            assert matcher.count(data, None, 5.0) == len(want)
+            assert matcher.count(data, 2, 5.0) == min(2, len(want))
 
 
 def test_byte_forms_widen_what_can_take_a_non_ascii_character():

@@ -163,6 +163,27 @@ class LineMatcher:
                 return True
         return False
 
+    def count(self, buf: bytes, limit: int | None, timeout: float) -> int:
+        """How many lines of buf the pattern matches (stopping at limit): a line an exact form matched is
+        counted without being decoded."""
+        n = 0
+        exact = [e for _, e in self.forms] if self.forms is not None else None
+        for ls, ids in self.candidates(buf):
+            if ids is not None and exact is not None and any(exact[i] for i in ids):
+                n += 1
+            else:
+                le = buf.find(b"\n", ls)
+                raw = buf[ls:] if le == -1 else buf[ls:le]
+                try:
+                    if not self.confirm(raw, raw.decode("utf-8", "replace"), ids, timeout):
+                        continue
+                except TimeoutError:
+                    continue
+                n += 1
+            if limit is not None and n >= limit:
+                break
+        return n
+
     def lines(self, buf: bytes, timeout: float) -> Iterator[tuple[int, int, str]]:
         """(start, end, text) of each line of buf the pattern matches within the line, in order."""
         for ls, ids in self.candidates(buf):

@@ -152,12 +152,7 @@ def _count_bytes(rx: Any, data: bytes, limit: int | None) -> int:
     locator = getattr(rx, "locator", None)
     if locator is None:
         return _count_text(getattr(rx, "rx", rx), data.decode("utf-8", "replace"), limit)
-    n = 0
-    for _ in locator.lines(data, MATCH_TIMEOUT * 4):
-        n += 1
-        if limit is not None and n >= limit:
-            break
-    return n
+    return locator.count(data, limit, MATCH_TIMEOUT * 4)
 
 
 COUNT_CHUNK = 64 << 10
