@@ -92,14 +92,12 @@ class LineMatcher:
     def __init__(self, src: str, rx: Any, compile_: Any, literals: tuple[bytes, ...]) -> None:
         self.rx = rx
         self.literals = literals
+        self._compile = compile_
         branches = top_branches(src) or [src]
-        self.parts: list[tuple[tuple[bytes, ...] | None, Any]] | None = None
-        if len(branches) > 1:
-            try:
-                self.parts = [(required_literals(b), compile_(b)) for b in branches]
-            except Exception:  # an alternative that does not compile alone: the whole pattern decides
-                self.parts = None
-        forms = [byte_form(b) for b in branches] if self.parts is not None or len(branches) == 1 else [None]
+        # (required strings, source, compiled when first needed) of each alternative
+        self.parts: list[list[Any]] | None = (
+            [[required_literals(b), b, None] for b in branches] if len(branches) > 1 else None)
+        forms = [byte_form(b) for b in branches]
         self.forms: list[tuple[bytes, bool]] | None = forms if all(forms) else None  # type: ignore[assignment]
         self._db: Any = False  # compiled on first use (start-up pays nothing for rules never asked)
         self._by_form = False
@@ -154,12 +152,17 @@ class LineMatcher:
             return True  # an exact byte form matched within the line
         if self.parts is None:
             return self.rx.search(text, concurrent=False, timeout=timeout) is not None
-        for i, (lits, rx) in enumerate(self.parts):
+        for i, part in enumerate(self.parts):
             if ids is not None and i not in ids:
                 continue
-            if ids is None and lits is not None and not any(s in raw for s in lits):
+            if ids is None and part[0] is not None and not any(s in raw for s in part[0]):
                 continue
-            if rx.search(text, concurrent=False, timeout=timeout) is not None:
+            if part[2] is None:
+                try:
+                    part[2] = self._compile(part[1])
+                except Exception:  # an alternative that does not compile alone: the whole pattern decides
+                    return self.rx.search(text, concurrent=False, timeout=timeout) is not None
+            if part[2].search(text, concurrent=False, timeout=timeout) is not None:
                 return True
         return False
 

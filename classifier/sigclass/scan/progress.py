@@ -35,16 +35,22 @@ class Region:
     plain strings one of which each match holds (scan/locate.py): lines without one are never decoded.
     A line matches when the regex matches within it. Other attributes are the compiled regex's."""
 
-    __slots__ = ("rx", "src", "_locator")
+    __slots__ = ("src", "_rx", "_locator")
 
     def __init__(self, src: str) -> None:
-        self.rx = _compile(src)
         self.src = src
+        self._rx: Any = None
         self._locator: Any = False
 
     @property
+    def rx(self) -> Any:
+        """Compiled when first used: a scan that never reads a stretch pays nothing at start-up."""
+        if self._rx is None:
+            self._rx = _compile(self.src)
+        return self._rx
+
+    @property
     def locator(self) -> LineMatcher | None:
-        """Made when first asked for: a scan that never reads a stretch pays nothing at start-up."""
         if self._locator is False:
             lits = required_literals(self.src)
             self._locator = LineMatcher(self.src, self.rx, _compile, lits) if lits else None
