@@ -264,25 +264,33 @@ def top_branches(src: str) -> list[str] | None:
             body = body[1:-1]
         else:
             return None
-    parts, depth, start, i, n = [], 0, 0, 0, len(body)
-    while i < n:
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _class_end(body, i)
-            continue
+    parts, depth, start = [], 0, 0
+    for i, c in _structure(body, 0):
         if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
-        elif c == "|" and depth == 0:
+        elif depth == 0:  # a "|" between alternatives
             parts.append(body[start:i])
             start = i + 1
-        i += 1
     parts.append(body[start:])
     return parts if len(parts) > 1 and depth == 0 else None
+
+
+def _structure(s: str, i: int) -> Iterator[tuple[int, str]]:
+    """(index, character) of the parentheses and bars of s from i on, outside escapes and classes."""
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _class_end(s, i)
+            continue
+        if c in "()|":
+            yield i, c
+        i += 1
 
 
 def _class_end(s: str, i: int) -> int:
@@ -299,22 +307,14 @@ def _class_end(s: str, i: int) -> int:
 
 def _close_of(s: str, i: int) -> int:
     """The index of the parenthesis closing the group opening at s[i] (-1: none)."""
-    depth, j = 0, i
-    while j < len(s):
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "[":
-            j = _class_end(s, j)
-            continue
+    depth = 0
+    for j, c in _structure(s, i):
         if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
             if depth == 0:
                 return j
-        j += 1
     return -1
 
 
