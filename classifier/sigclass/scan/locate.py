@@ -23,9 +23,9 @@ def _best(options: list[frozenset[str]]) -> frozenset[str] | None:
     return max(options, key=lambda o: (min(len(s) for s in o), -len(o)))
 
 
-def _required(seq: Any, parser: Any) -> frozenset[str] | None:
-    """Strings one of which every match of the parsed sequence contains (None: no such set known)."""
-    c = parser._constants if hasattr(parser, "_constants") else parser
+def _required(seq: Any, c: Any) -> frozenset[str] | None:
+    """Strings one of which every match of the parsed sequence contains (None: no such set known); c holds
+    the parser's opcodes."""
     options: list[frozenset[str]] = []
     run: list[str] = []
 
@@ -44,21 +44,37 @@ def _required(seq: Any, parser: Any) -> frozenset[str] | None:
             _group, add_flags, _del_flags, sub = av
             if add_flags & c.SRE_FLAG_IGNORECASE:
                 continue
-            got = _required(sub, parser)
+            got = _required(sub, c)
         elif op is c.BRANCH:
-            parts = [_required(b, parser) for b in av[1]]
+            parts = [_required(b, c) for b in av[1]]
             if parts and all(p for p in parts):
                 got = frozenset().union(*parts)  # type: ignore[arg-type]
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
             lo, _hi, sub = av
             if lo >= 1:
-                got = _required(sub, parser)
+                got = _required(sub, c)
         elif op is getattr(c, "ATOMIC_GROUP", None):
-            got = _required(av, parser)
+            got = _required(av, c)
         if got:
             options.append(got)
     close()
     return _best(options)
+
+
+def _parse(src: str) -> Any:
+    """The pattern parsed by Python's `re` parser, or None where the `regex` module may read it otherwise:
+    syntax `re` refuses, and what it warns about (`[[:alpha:]]`, set operations like `[a--b]`), which the
+    `regex` module reads as POSIX classes and set operations."""
+    import re
+    import warnings
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return _parser.parse(src, 0)
+    except (re.error, ValueError, TypeError, RecursionError, OverflowError, Warning):
+        return None
 
 
 def required_literals(src: str) -> tuple[bytes, ...] | None:
@@ -66,15 +82,12 @@ def required_literals(src: str) -> tuple[bytes, ...] | None:
     None when the pattern gives no such set (case-insensitive, a branch without a plain string, syntax
     the `re` parser does not know)."""
     import re
-    from re import _parser  # type: ignore[attr-defined]
+    from re import _constants  # type: ignore[attr-defined]
 
-    try:
-        parsed = _parser.parse(src, 0)
-    except (re.error, ValueError, TypeError, RecursionError, OverflowError):
+    parsed = _parse(src)
+    if parsed is None or parsed.state.flags & re.IGNORECASE:
         return None
-    if parsed.state.flags & re.IGNORECASE:
-        return None
-    got = _required(parsed, _parser)
+    got = _required(parsed, _constants)
     if not got or min(len(s) for s in got) < MIN_LITERAL:
         return None
     return tuple(sorted(s.encode("ascii") for s in got))
@@ -471,13 +484,13 @@ def _form(seq: Any, c: Any, top: bool = False) -> tuple[bytes, bool]:
 def byte_form(src: str) -> tuple[bytes, bool] | None:
     """(Hyperscan pattern for the raw bytes, exact) for a regex read on decoded text, or None."""
     import re
-    from re import _constants, _parser  # type: ignore[attr-defined]
+    from re import _constants  # type: ignore[attr-defined]
 
+    parsed = _parse(src)
+    if parsed is None or parsed.state.flags & (re.IGNORECASE | re.DOTALL | re.VERBOSE):
+        return None
     try:
-        parsed = _parser.parse(src, 0)
-        if parsed.state.flags & (re.IGNORECASE | re.DOTALL | re.VERBOSE):
-            return None
         form, exact = _form(_trimmed(parsed, _constants), _constants, top=True)
-    except (_Wide, re.error, ValueError, TypeError, RecursionError, OverflowError):
+    except (_Wide, ValueError, TypeError, RecursionError, OverflowError):
         return None
     return (form, exact) if form else None
