@@ -1,5 +1,6 @@
 """Lines read from their bytes alone (facts and key=value lines outside a failure) get the worker and content
-a full split gives, also behind a host: pdsh's `node1: [rank3]: ` and `gpu187:2: ` start with a letter."""
+a full split gives, also behind a host: pdsh's `node1: [rank3]: `, `gpu187:2: ` and `worker-1: ` start with a
+letter."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ LINES = [
     "node1: [rank3]: vllm==0.10.1 loaded",
     "node-2.cluster: [default7]: torch==2.5.1",
     "gpu187:2: vllm==0.10.1 loaded",
+    "worker-1: vllm==0.10.1 loaded",
+    "RuntimeError: vllm==0.10.1 is not installed",
     "INFO 03-23 11:14:05 [core.py:74] vllm==0.10.1",
     "note: [ranked list] vllm==0.10.1",
     "Prefix cache hit rate: 5.0%",

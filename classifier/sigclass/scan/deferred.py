@@ -30,9 +30,10 @@ KV_BYTES = re.compile(rb"(worker|rank|gpu)=[A-Za-z0-9_.-]")
 PENDING_CAP = 32  # lines kept per (fact name, worker) before that key is resolved on the spot
 
 
-# a host before a rank prefix (`node1: [rank3]: `, text.prefixes.LEAD) or pdsh's `gpu187:2: ` (the tee prefix): the
-# only prefixes whose first byte is a letter
-HOST_FIRST = re.compile(rb"[A-Za-z0-9][\w.-]*:(?: \[(?:rank|default)[0-9]|[0-9]{1,4}: )")
+# the prefixes whose first byte may be a letter (text.prefixes), or more: a host before a rank prefix
+# (`node1: [rank3]: `, LEAD), pdsh's host before torchrun's tee prefix (`gpu187:2: `) and alone (`worker-1: `)
+HOST_FIRST = re.compile(rb"[A-Za-z0-9][\w.-]*: \[(?:rank|default)[0-9]|[A-Za-z][\w-]*:[0-9]{1,4}: "
+                        rb"|[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+: ")
 
 
 def unprefixed(raw: bytes) -> bool:
