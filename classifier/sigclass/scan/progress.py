@@ -84,7 +84,11 @@ def _lines_of_bytes(rx: Any, data: bytes, last_lineno: int) -> list[tuple[int, s
     for ls, _le, text in locator.lines(data, MATCH_TIMEOUT * 4):
         seen_nl += data.count(b"\n", prev, ls)
         prev = ls
-        out.append((first + seen_nl, text))
+        no = first + seen_nl
+        if text.startswith("[sc:"):  # a JSON-lines record: its number, as in _lines_of
+            m2 = _RECORD_NO.match(text)
+            no = int(m2.group(1)) if m2 else no
+        out.append((no, text))
     return out
 
 
