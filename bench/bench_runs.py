@@ -13,6 +13,8 @@ Then it times whole processes, page cache warm:
 
     sigclass runs --format jsonl -j 1 RUN...
     sigclass runs --format jsonl -j 2 RUN...
+    sigclass runs --format jsonl --dask ADDR RUN...   (with --dask: a LocalCluster of 2 worker
+                                                        processes, 1 thread each, started here)
     rg -z -c -f PATTERNS RUNS_DIR              (PATTERNS: `sigclass ledger patterns`)
     sigclass runs --format jsonl -j 1 RUN      (one run: the fixed cost)
 
@@ -24,6 +26,11 @@ and whether both outputs are identical and match the generated answer
 
     python bench/bench_runs.py                    # 2,000 runs of 42 shards
     python bench/bench_runs.py --runs 200 --repeat 3 --json
+    python bench/bench_runs.py --repeat 3 --dask  # also a two-worker dask cluster
+
+Every timing is printed as it is made, with the 1-minute load average beside
+it; the figures are medians over --repeat rounds (-j1, -j2 and dask take
+turns within a round), with their spread.
 """
 
 from __future__ import annotations
@@ -253,6 +260,20 @@ def check(answers: list[dict], out: Path) -> tuple[int, list[str]]:
     return len(answers) - len(bad), bad
 
 
+def cluster_cpu(client) -> float:
+    """CPU seconds the dask worker processes (and their nannies) have used so far."""
+    import psutil
+
+    total = 0.0
+    for pid in client.run(os.getpid).values():
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=2000)
@@ -261,6 +282,8 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, help="generate here instead of a temporary directory")
     ap.add_argument("--keep", action="store_true", help="keep the generated runs")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--dask", action="store_true",
+                    help="also time --dask on a LocalCluster(n_workers=2, threads_per_worker=1, processes=True)")
     args = ap.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="sigclass-bench-runs-", dir=args.dir))
@@ -274,29 +297,61 @@ def main() -> int:
         figures: dict = {"runs": args.runs, "shards": args.shards, "files": nfiles, "mb": round(size / 1e6, 1),
                          "generate_s": round(gen_s, 1), "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
         outs = {}
-        for j in (1, 2):
-            walls, cpus, mains, trees, others = [], [], [], [], []
+        modes: dict[str, list[str]] = {"j1": ["-j", "1"], "j2": ["-j", "2"]}
+        cluster = client = None
+        if args.dask:
+            import distributed
+
+            cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                               dashboard_address=":0")
+            client = distributed.Client(cluster)
+            modes["dask"] = ["--dask", cluster.scheduler_address]
+            # the first batch on a new cluster: the workers import sigclass and build their scanner (timed apart)
+            wall, cpu, *_ = timed([*sigclass_cmd(), "runs", "--format", "jsonl", *modes["dask"], dirs[0]],
+                                  base / "dask-warm.out")
+            figures["dask_first_call_s"] = round(wall, 2)
+        rounds: dict[str, dict[str, list[float]]] = {m: {"wall": [], "cpu": [], "main": [], "tree": [], "others": [],
+                                                          "load": []} for m in modes}
+        try:
             for k in range(args.repeat):
-                out = base / f"out-j{j}-{k}.jsonl"
-                wall, cpu, pm, pt, oth, rc = timed([*sigclass_cmd(), "runs", "--format", "jsonl", "-j", str(j), *dirs], out)
-                others.append(oth)
-                if rc not in (0, 1):
-                    print(f"sigclass runs -j{j} failed with exit status {rc}", file=sys.stderr)
-                    return 2
-                walls.append(wall)
-                cpus.append(cpu)
-                mains.append(pm)
-                trees.append(pt)
-                outs[j] = out
-            med = statistics.median(walls)
-            figures[f"j{j}"] = {"seconds": round(med, 2), "runs_per_s": round(args.runs / med, 1),
-                                "cpu_s": round(statistics.median(cpus), 1),
-                                "cores_busy": round(statistics.median(cpus) / med, 2),
-                                "others_share": round(max(others), 2),
-                                "peak_rss_mb": round(max(mains), 1), "peak_tree_rss_mb": round(max(trees), 1)}
+                for m, opt in modes.items():
+                    out = base / f"out-{m}-{k}.jsonl"
+                    load = os.getloadavg()[0]
+                    extra0 = cluster_cpu(client) if m == "dask" else 0.0
+                    wall, cpu, pm, pt, oth, rc = timed([*sigclass_cmd(), "runs", "--format", "jsonl", *opt, *dirs], out)
+                    if m == "dask":
+                        cpu += cluster_cpu(client) - extra0
+                    if rc not in (0, 1):
+                        print(f"sigclass runs {' '.join(opt)} failed with exit status {rc}", file=sys.stderr)
+                        return 2
+                    if not args.json:
+                        print(f"  round {k + 1} {m:>4}: {wall:7.2f} s wall, CPU {cpu:6.2f} s, load {load:4.1f}, "
+                              f"other processes {oth:.0%}", flush=True)
+                    r = rounds[m]
+                    for key, v in (("wall", wall), ("cpu", cpu), ("main", pm), ("tree", pt), ("others", oth),
+                                   ("load", load)):
+                        r[key].append(v)
+                    outs[m] = out
+        finally:
+            if client is not None:
+                client.close()
+                cluster.close()
+        for m, r in rounds.items():
+            med = statistics.median(r["wall"])
+            figures[m] = {"seconds": round(med, 2), "runs_per_s": round(args.runs / med, 1),
+                          "seconds_min_max": [round(min(r["wall"]), 2), round(max(r["wall"]), 2)],
+                          "cpu_s": round(statistics.median(r["cpu"]), 1),
+                          "cpu_min_max": [round(min(r["cpu"]), 2), round(max(r["cpu"]), 2)],
+                          "cores_busy": round(statistics.median(r["cpu"]) / med, 2),
+                          "others_share": round(max(r["others"]), 2),
+                          "load_min_max": [round(min(r["load"]), 1), round(max(r["load"]), 1)],
+                          "peak_rss_mb": round(max(r["main"]), 1), "peak_tree_rss_mb": round(max(r["tree"]), 1),
+                          "files_per_s": round(nfiles / med, 1)}
         figures["ratio_j2_over_j1"] = round(figures["j2"]["runs_per_s"] / figures["j1"]["runs_per_s"], 2)
-        for j in (1, 2):
-            figures[f"j{j}"]["files_per_s"] = round(nfiles / figures[f"j{j}"]["seconds"], 1)
+        figures["cpu_ratio_j2_over_j1"] = round(2 * figures["j1"]["cpu_s"] / figures["j2"]["cpu_s"], 2)
+        if "dask" in figures:
+            figures["ratio_dask_over_j1"] = round(figures["dask"]["runs_per_s"] / figures["j1"]["runs_per_s"], 2)
+            figures["cpu_ratio_dask_over_j1"] = round(2 * figures["j1"]["cpu_s"] / figures["dask"]["cpu_s"], 2)
         # the same tree through ripgrep with the pack's patterns, and sigclass's fixed cost on one run
         pats = subprocess.run([*sigclass_cmd(), "ledger", "patterns"], capture_output=True, text=True)
         if pats.returncode != 0:
@@ -323,20 +378,23 @@ def main() -> int:
         figures["per_file_cpu_us_j1"] = round(1e6 * (figures["j1"]["cpu_s"] - statistics.median(one_cpus)) / max(1, nfiles), 1)
         figures["per_file_us_rg"] = round(1e6 * rg_s / max(1, nfiles), 1)
         figures["ratio_j2_over_rg"] = round(figures["j2"]["files_per_s"] / figures["rg"]["files_per_s"], 3)
-        figures["identical_j1_j2"] = outs[1].read_bytes() == outs[2].read_bytes()
-        ok, bad = check(answers, outs[2])
+        figures["identical_j1_j2"] = outs["j1"].read_bytes() == outs["j2"].read_bytes()
+        if "dask" in outs:
+            figures["identical_j1_dask"] = outs["j1"].read_bytes() == outs["dask"].read_bytes()
+        ok, bad = check(answers, outs["j2"])
         figures["runs_matching_the_generated_answer"] = f"{ok}/{len(answers)}"
         if args.json:
             print(json.dumps(figures))
         else:
             print(f"{args.runs} runs x {args.shards} shards: {nfiles} files, {figures['mb']} MB "
                   f"(generated in {figures['generate_s']} s), {os.cpu_count()} CPUs")
-            for j in (1, 2):
-                f = figures[f"j{j}"]
-                print(f"  -j{j}: {f['seconds']:8.2f} s  {f['runs_per_s']:8.1f} runs/s  CPU {f['cpu_s']:.1f} s "
+            for m in rounds:
+                f = figures[m]
+                print(f"  {m:>4}: {f['seconds']:8.2f} s (min-max {f['seconds_min_max'][0]:.2f}-"
+                      f"{f['seconds_min_max'][1]:.2f})  {f['runs_per_s']:8.1f} runs/s  CPU {f['cpu_s']:.1f} s "
                       f"({f['cores_busy']:.2f} cores busy)  peak RSS {f['peak_rss_mb']:.0f} MB "
-                      f"(process tree {f['peak_tree_rss_mb']:.0f} MB)  other processes used {f['others_share']:.0%} "
-                      f"of the machine")
+                      f"(process tree {f['peak_tree_rss_mb']:.0f} MB)  load {f['load_min_max'][0]:.1f}-"
+                      f"{f['load_min_max'][1]:.1f}, other processes used up to {f['others_share']:.0%} of the machine")
             print(f"  files/s: -j1 {figures['j1']['files_per_s']:,.0f}, -j2 {figures['j2']['files_per_s']:,.0f}, "
                   f"rg -z -c -f PATTERNS over the same tree {figures['rg']['files_per_s']:,.0f} "
                   f"({figures['rg']['seconds']:.2f} s; sigclass -j2 / rg = {figures['ratio_j2_over_rg']:.3f})")
@@ -346,12 +404,18 @@ def main() -> int:
             print(f"  ratio -j2/-j1: {figures['ratio_j2_over_j1']:.2f}   (1-min load average before timing: "
                   f"{figures['load_before']:.1f}; other processes on the machine lower the ratio)")
             print(f"  CPU ratio (-j1 CPU x 2 / -j2 CPU, the ratio on an otherwise idle 2-core machine "
-                  f"less start-up and tail): {2 * figures['j1']['cpu_s'] / figures['j2']['cpu_s']:.2f}")
+                  f"less start-up and tail): {figures['cpu_ratio_j2_over_j1']:.2f}")
             print(f"  identical output -j1/-j2: {figures['identical_j1_j2']}")
+            if "dask" in figures:
+                print(f"  dask (2 worker processes, 1 thread each; CPU includes the workers'): ratio dask/-j1 "
+                      f"{figures['ratio_dask_over_j1']:.2f} by wall, {figures['cpu_ratio_dask_over_j1']:.2f} by CPU; "
+                      f"the cluster's first call {figures['dask_first_call_s']:.2f} s; identical output "
+                      f"{figures['identical_j1_dask']}")
             print(f"  runs matching the generated answer: {figures['runs_matching_the_generated_answer']}")
         for b in bad[:10]:
             print("  mismatch:", b, file=sys.stderr)
-        return 0 if figures["identical_j1_j2"] and not bad else 1
+        same = figures["identical_j1_j2"] and figures.get("identical_j1_dask", True)
+        return 0 if same and not bad else 1
     finally:
         if args.keep:
             print(f"runs kept in {base / 'runs'}", file=sys.stderr)

@@ -188,8 +188,16 @@ def frozen_fields(record: type, *, optional: Sequence[str] = ()) -> list[tuple[s
     return out
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """A value as plain JSON: records by their `to_dict()` (else their JSON fields), sequences as lists, mappings as dicts."""
+    tp = type(value)
+    if tp in _SCALARS:  # the common case first: a run's JSON is mostly strings (no attribute or ABC checks)
+        return value
+    if tp is dict:
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     to_dict = getattr(value, "to_dict", None)

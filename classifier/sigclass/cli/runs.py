@@ -69,6 +69,7 @@ def runs(
     from sigclass.runs.discover import plan_run
     from sigclass.runs.layouts import Layout
     from sigclass.runs.parallel import dask_backend, iter_runs
+    from sigclass.runs.rendered import Render
     from sigclass.outputs.colour import Paint, wanted
     from sigclass.outputs.runs_text import RunsText
 
@@ -113,15 +114,18 @@ def runs(
             if bar is not None:
                 task = bar.add_task("scan", total=total)
                 tick = lambda n: bar.advance(task, n)  # noqa: E731
+            # streaming: each run arrives rendered (runs.rendered), by the worker that assembled it
+            render = Render(fmt_v, text.paint.on, text.cols) if streaming else None
             for run in iter_runs(plans, cfg=cfg, layout=layout, n_jobs=jobs, on_progress=tick,
-                                    small_in_process=jobs == -1 and not dask):
+                                 small_in_process=jobs == -1 and not dask, render=render):
                 unreadable = unreadable or not run.readable
                 failed = failed or run.failed
                 if not streaming:
                     kept.append(run)
                     continue
-                for line in (text.run(run) if fmt_v == "text" else [json.dumps(run.to_dict(), ensure_ascii=False)]):
-                    write(visible(line) if fmt_v == "text" else line)
+                text.totals.add_counts(run.counts)
+                if run.lines:
+                    write("\n".join(run.lines))
                 if fmt_v == "jsonl" and not run.readable:
                     for prob in run.problems:
                         err(f"{run.run}: {prob}")

@@ -141,13 +141,23 @@ class Totals:
     launcher: int = 0
     problems: int = 0
 
+    @staticmethod
+    def counts(run: Run) -> tuple[int, int, int, int, int]:
+        """What one run adds: units, units lost, root faults, launcher failures, problems."""
+        return (len(run.units), sum(1 for u in run.units if u.status != "ok"), len(run.roots), len(run.launcher),
+                len(run.problems))
+
     def add(self, run: Run) -> None:
+        self.add_counts(self.counts(run))
+
+    def add_counts(self, counts: tuple[int, ...]) -> None:
+        units, lost, roots, launcher, problems = counts
         self.runs += 1
-        self.units += len(run.units)
-        self.lost += sum(1 for u in run.units if u.status != "ok")
-        self.roots += len(run.roots)
-        self.launcher += len(run.launcher)
-        self.problems += len(run.problems)
+        self.units += units
+        self.lost += lost
+        self.roots += roots
+        self.launcher += launcher
+        self.problems += problems
 
     def line(self) -> str:
         parts = [f"{self.lost}/{self.units} units lost", f"{self.roots} root fault{'s' if self.roots != 1 else ''}"]

@@ -1,8 +1,9 @@
 """Post-mortem over run directories in parallel (`sigclass runs DIR...`).
 
-`iter_runs` scans sources and assembles runs with joblib (any backend, dask
-included): whole runs per task when there are many runs, single files per task
-when there are few, and yields each run as soon as it is known.
+`iter_runs` scans sources and assembles runs on worker processes (`runs.pool`:
+forked local workers, a dask cluster, or a joblib backend the caller chose):
+whole runs per task when there are many runs, single files per task when
+there are few, and yields each run as soon as it is known.
 """
 
 from __future__ import annotations
@@ -10,15 +11,14 @@ from __future__ import annotations
 import math
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
-import warnings
 
 from sigclass.errors import SigclassError
 from sigclass.records import Batch, Run
 from sigclass.runs.assemble import assemble
 from sigclass.runs.discover import plan_run, RunPlan
-from sigclass.runs.interrupt import workers_ignore_sigint
 from sigclass.runs.layouts import Layout
-from sigclass.runs.sources import scan_source, ScanConfig, SourceScan
+from sigclass.runs.pool import drop_dask, task_results, use_dask, workers_for
+from sigclass.runs.sources import scan_source, scanner_for, ScanConfig, SourceScan
 
 
 def _scan_chunk(cfg: ScanConfig, layout: Layout, items: list[tuple[int, str, str]]) -> list[tuple[int, SourceScan]]:
@@ -34,8 +34,8 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
                  on_progress: Callable[[int], None] | None = None, small_in_process: bool = False) -> list[list[SourceScan]]:
     """Scan every source of every run, in parallel; the scans of run i, in path order, at index i.
 
-    Runs under whatever joblib backend is active (`joblib.parallel_config`),
-    so `--dask` only has to switch the backend. With ``small_in_process`` a
+    Runs where `runs.pool` says (local workers, the `dask_backend` cluster, or
+    the joblib backend of `joblib.parallel_config`). With ``small_in_process`` a
     small batch skips the worker processes (the answer is the same).
     """
     items = [(i, plan.path, rel) for i, plan in enumerate(plans) for rel in plan.sources]
@@ -51,43 +51,22 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
                 on_progress(1)
         return out
     size = max(1, min(32, math.ceil(len(items) / (workers * 8))))
-    chunks = [items[k:k + size] for k in range(0, len(items), size)]
-    import joblib
-
-    with workers_ignore_sigint():  # the workers start here
-        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-            joblib.delayed(_scan_chunk)(cfg, layout, ch) for ch in chunks)
-    with _closing(gen):
+    chunks = [(cfg, layout, items[k:k + size]) for k in range(0, len(items), size)]
+    gen = task_results(_scan_chunk, chunks, n_jobs, workers, lambda: scanner_for(cfg))
+    try:
         for done in gen:
             for i, scan in done:
                 out[i].append(scan)
             if on_progress:
                 on_progress(len(done))
+    finally:
+        gen.close()
     return out
 
 
 def _workers(n_jobs: int) -> int:
-    """How many workers joblib would use; -j1 never imports joblib (and numpy with it)."""
-    if n_jobs == 1:
-        return 1
-    import joblib
-
-    return joblib.effective_n_jobs(n_jobs)
-
-
-class _closing:
-    """Close a joblib result generator quietly when its consumer stops early (an error, `| head`)."""
-
-    def __init__(self, gen) -> None:
-        self.gen = gen
-
-    def __enter__(self):
-        return self.gen
-
-    def __exit__(self, *exc: Any) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # joblib warns about the tasks it cancels
-            self.gen.close()
+    """How many worker processes -j N means; -j1 never imports a pool (or joblib, or numpy)."""
+    return workers_for(n_jobs)
 
 
 def analyse(dirs: Iterable[str], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(), n_jobs: int = -1,
@@ -124,13 +103,16 @@ RUN_TASK_SOURCES = 256  # sources per run-group task (a bigger run makes a task 
 
 def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(),
               n_jobs: int = -1, on_progress: Callable[[int], None] | None = None,
-              small_in_process: bool = False) -> Iterator[Run]:
+              small_in_process: bool = False, render: Callable[[Run], Any] | None = None) -> Iterator[Any]:
     """The post-mortem of each planned run, in order, as soon as it is known (memory stays flat).
 
     One process: run after run. Many runs: each task scans and assembles
     whole runs, so the calling process only gathers them. Few runs: the
     tasks are files (a run with many files still spreads over every worker)
     and the runs are assembled here. The answer is the same in every case.
+    With ``render`` (a picklable callable, e.g. `sigclass.runs.rendered.Render`)
+    each run is yielded as ``render(run)``, made where the run was assembled:
+    a worker sends that back instead of the whole run.
     """
     workers = _workers(n_jobs)
     total = sum(len(p.sources) for p in plans)
@@ -140,24 +122,25 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
             run = assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources])
             if on_progress and plan.sources:
                 on_progress(len(plan.sources))
-            yield run
+            yield run if render is None else render(run)
         return
     if len(plans) >= RUN_TASKS_MIN_RUNS_PER_WORKER * workers:
-        yield from _run_tasks(plans, cfg, layout, n_jobs, workers, total, on_progress)
+        yield from _run_tasks(plans, cfg, layout, n_jobs, workers, total, on_progress, render)
         return
     scans = scan_sources(plans, cfg, layout, n_jobs=n_jobs, on_progress=on_progress)
     for plan, sc in zip(plans, scans):
-        yield assemble(plan, sc)
+        run = assemble(plan, sc)
+        yield run if render is None else render(run)
 
 
-def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan]) -> list[Run]:
-    return [assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans]
+def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan],
+                   render: Callable[[Run], Any] | None = None) -> list[Any]:
+    runs = (assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans)
+    return [run if render is None else render(run) for run in runs]
 
 
 def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs: int, workers: int, total: int,
-               on_progress: Callable[[int], None] | None) -> Iterator[Run]:
-    import joblib
-
+               on_progress: Callable[[int], None] | None, render: Callable[[Run], Any] | None) -> Iterator[Any]:
     per_task = max(1, min(RUN_TASK_SOURCES, math.ceil(total / (workers * 8))))
     chunks: list[list[RunPlan]] = []
     cur: list[RunPlan] = []
@@ -170,18 +153,24 @@ def _run_tasks(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, n_jobs
             cur, n = [], 0
     if cur:
         chunks.append(cur)
-    with workers_ignore_sigint():  # the workers start here
-        gen = joblib.Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(
-            joblib.delayed(_analyse_chunk)(cfg, layout, ch) for ch in chunks)
-    with _closing(gen):
+    gen = task_results(_analyse_chunk, [(cfg, layout, ch, render) for ch in chunks], n_jobs, workers,
+                       lambda: scanner_for(cfg))
+    try:
         for chunk, done in zip(chunks, gen):
             if on_progress:
                 on_progress(sum(len(p.sources) for p in chunk))
             yield from done
+    finally:
+        gen.close()
 
 
 class dask_backend:
-    """`with dask_backend(address):` runs joblib work on an existing dask.distributed cluster."""
+    """`with dask_backend(address):` runs the batches of this block on an existing dask.distributed cluster.
+
+    Each dask worker process builds its scanner on its first task and keeps it
+    (`runs.sources.scanner_for`); tasks are whole runs (or files) rendered or
+    scanned there, so what comes back is small (`runs.pool`).
+    """
 
     TIMEOUT = 20.0  # seconds to reach the scheduler
 
@@ -189,28 +178,21 @@ class dask_backend:
         self.address = address
         self.timeout = self.TIMEOUT if timeout is None else timeout
         self.client = None
-        self._cfg = None
 
     def __enter__(self) -> "dask_backend":
         try:
             import distributed
         except ImportError:
             raise SigclassError("--dask needs the optional dask extra; install it with: pip install 'sigclass[dask]'") from None
-        import joblib
-
         try:
-            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=True)
+            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise SigclassError(f"cannot reach the dask scheduler at {self.address} ({exc or type(exc).__name__}); "
                                 "check the address (tcp://HOST:PORT) and that the scheduler is running") from None
-        self._cfg = joblib.parallel_config(backend="dask")
-        self._cfg.__enter__()
+        use_dask(self.client)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            if self._cfg is not None:
-                self._cfg.__exit__(*exc)
-        finally:
-            if self.client is not None:
-                self.client.close()
+        if self.client is not None:
+            drop_dask(self.client)
+            self.client.close()

@@ -30,9 +30,20 @@ KV_BYTES = re.compile(rb"(worker|rank|gpu)=[A-Za-z0-9_.-]")
 PENDING_CAP = 32  # lines kept per (fact name, worker) before that key is resolved on the spot
 
 
+# the prefixes whose first byte may be a letter (text.prefixes), or more: a host before a rank prefix
+# (`node1: [rank3]: `, LEAD), pdsh's host before torchrun's tee prefix (`gpu187:2: `) and alone (`worker-1: `)
+HOST_FIRST = re.compile(rb"[A-Za-z0-9][\w.-]*: \[(?:rank|default)[0-9]|[A-Za-z][\w-]*:[0-9]{1,4}: "
+                        rb"|[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+: ")
+
+
+def unprefixed(raw: bytes) -> bool:
+    """True when the line's first bytes start no worker prefix (raw is not empty)."""
+    return raw[0] not in PREFIX_FIRST and HOST_FIRST.match(raw) is None
+
+
 def plain(raw: bytes) -> bool:
     """True when a line has no worker prefix, known from its bytes: split_line would leave it whole."""
-    return bool(raw) and raw[0] not in PREFIX_FIRST and b"\x1b" not in raw and b"\r" not in raw
+    return bool(raw) and unprefixed(raw) and b"\x1b" not in raw and b"\r" not in raw
 
 
 def decode(raw: bytes) -> Line:
@@ -45,7 +56,7 @@ def content_of(raw: bytes | Line, heads: "Heads") -> str:
     if isinstance(raw, Line):
         return raw.content
     if raw and b"\x1b" not in raw and b"\r" not in raw:
-        if raw[0] not in PREFIX_FIRST:
+        if unprefixed(raw):
             return raw.decode("utf-8", "replace")
         if raw[0] == 0x28:
             h = heads.head(raw)
@@ -128,7 +139,7 @@ class Heads:
         if not raw or b"\x1b" in raw or b"\r" in raw:
             return None
         c = raw[0]
-        if c not in PREFIX_FIRST:
+        if unprefixed(raw):
             return ""
         if c != 0x28:  # `(`
             return None

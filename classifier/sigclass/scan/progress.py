@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 from sigclass.ledger.patterns import MATCH_TIMEOUT
+from sigclass.scan.locate import LineMatcher, required_literals
 from sigclass.text.lines import Line, parse_time, split_line
 
 
@@ -25,15 +26,70 @@ RING = 64  # recent progress lines kept per pattern
 TAIL_BYTES = 16 << 10  # the end of every block read for its latest progress lines
 
 
-def region_rx(src: str) -> Any:
-    """A rule line pattern compiled for searching a stretch of lines (`^`/`$` at line ends)."""
+def _compile(src: str) -> Any:
     return regex.compile(src, regex.V0 | regex.MULTILINE)
+
+
+class Region:
+    """A rule line pattern compiled for searching a stretch of lines (`^`/`$` at line ends), with the
+    plain strings one of which each match holds (scan/locate.py): lines without one are never decoded.
+    A line matches when the regex matches within it. Other attributes are the compiled regex's."""
+
+    __slots__ = ("src", "_rx", "_locator")
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self._rx: Any = None
+        self._locator: Any = False
+
+    @property
+    def rx(self) -> Any:
+        """Compiled when first used: a scan that never reads a stretch pays nothing at start-up."""
+        if self._rx is None:
+            self._rx = _compile(self.src)
+        return self._rx
+
+    @property
+    def locator(self) -> LineMatcher | None:
+        if self._locator is False:
+            lits = required_literals(self.src)
+            self._locator = LineMatcher(self.src, self.rx, _compile, lits) if lits else None
+        return self._locator
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rx, name)
+
+
+def region_rx(src: str) -> Region:
+    """A rule line pattern compiled for searching a stretch of lines."""
+    return Region(src)
 
 
 def lines_in(rx: Any, buf: bytes, start: int, end: int, last_lineno: int) -> list[tuple[int, str]]:
     """(line number, line) of the lines of buf[start:end] the regex matches; last_lineno is the number of
     the last line of the stretch (the one buf[end-1] belongs to)."""
-    return _lines_of(rx, buf[start:end].decode("utf-8", "replace"), last_lineno)
+    return _lines_of_bytes(rx, buf[start:end], last_lineno)
+
+
+def _lines_of_bytes(rx: Any, data: bytes, last_lineno: int) -> list[tuple[int, str]]:
+    """What _lines_of gives for the decoded bytes, reading only the lines that hold a required string."""
+    locator = getattr(rx, "locator", None)
+    if locator is None:
+        return _lines_of(getattr(rx, "rx", rx), data.decode("utf-8", "replace"), last_lineno)
+    if not data:
+        return []
+    first = last_lineno - data.count(b"\n") + (1 if data.endswith(b"\n") else 0)  # the number of the first line
+    out: list[tuple[int, str]] = []
+    prev, seen_nl = 0, 0
+    for ls, _le, text in locator.lines(data, MATCH_TIMEOUT * 4):
+        seen_nl += data.count(b"\n", prev, ls)
+        prev = ls
+        no = first + seen_nl
+        if text.startswith("[sc:"):  # a JSON-lines record: its number, as in _lines_of
+            m2 = _RECORD_NO.match(text)
+            no = int(m2.group(1)) if m2 else no
+        out.append((no, text))
+    return out
 
 
 def lines_back(rx: Any, buf: bytes, start: int, end: int, last_lineno: int, enough: int) -> list[tuple[int, str]]:
@@ -47,9 +103,9 @@ def lines_back(rx: Any, buf: bytes, start: int, end: int, last_lineno: int, enou
         if lo > start:
             cut = buf.find(b"\n", lo, stop)
             lo = cut + 1 if cut != -1 and cut + 1 < stop else start
-        text = buf[lo:stop].decode("utf-8", "replace")
-        out = _lines_of(rx, text, last_lineno) + out
-        last_lineno -= text.count("\n") if lo > start else 0
+        chunk = buf[lo:stop]
+        out = _lines_of_bytes(rx, chunk, last_lineno) + out
+        last_lineno -= chunk.count(b"\n") if lo > start else 0
         stop, step = lo, step * 4
     return out
 
@@ -95,10 +151,18 @@ def count_in(rx: Any, buf: bytes, start: int, end: int, limit: int | None = None
             if stop < end:
                 cut = buf.rfind(b"\n", pos, stop)
                 stop = cut + 1 if cut != -1 else end
-            n += _count_text(rx, buf[pos:stop].decode("utf-8", "replace"), limit - n)
+            n += _count_bytes(rx, buf[pos:stop], limit - n)
             pos, step = stop, step * 4
         return n
-    return _count_text(rx, buf[start:end].decode("utf-8", "replace"), limit)
+    return _count_bytes(rx, buf[start:end], limit)
+
+
+def _count_bytes(rx: Any, data: bytes, limit: int | None) -> int:
+    """What _count_text gives for the decoded bytes, reading only the lines that hold a required string."""
+    locator = getattr(rx, "locator", None)
+    if locator is None:
+        return _count_text(getattr(rx, "rx", rx), data.decode("utf-8", "replace"), limit)
+    return locator.count(data, limit, MATCH_TIMEOUT * 4)
 
 
 COUNT_CHUNK = 64 << 10
@@ -174,7 +238,7 @@ class Recent:
             found: list[list[tuple[int, str]]] = []
             have = 0
             for data, last in reversed(pending):
-                got = _lines_of(rx, data.decode("utf-8", "replace"), last)
+                got = _lines_of_bytes(rx, data, last)
                 found.append(got)
                 have += len(got)
                 if have >= RING:

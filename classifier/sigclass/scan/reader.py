@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import gzip
 import io
 import os
-from pathlib import Path
 import select
 import stat
 from typing import BinaryIO, Iterator
@@ -60,10 +59,10 @@ def is_log_name(name: str) -> bool:
 def _open_raw(path: str) -> BinaryIO:
     if path == "-":
         return os.fdopen(os.dup(0), "rb", buffering=0)
-    p = Path(path)
+    p = path
     path = _shown(path)  # for messages
     try:
-        st = p.stat()
+        st = os.stat(p)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file; check the path") from None
     except PermissionError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, Iterator
 import warnings
 
+from sigclass.ledger.context import fact_info
 from sigclass.ledger.pack import Ledger
 from sigclass.ledger.patterns import MATCH_TIMEOUT, SLOW, STARVED, within_limit
 from sigclass.ledger.signature import Signature
@@ -26,7 +27,7 @@ from sigclass.scan.learned import as_learned, Guess, LearnedModel
 from sigclass.scan.overtime import OverTime
 from sigclass.scan.reader import blocks, IDLE, SourceState
 from sigclass.scan.source import ScanState
-from sigclass.scan.triggers import G_BASE, GENERIC
+from sigclass.scan.triggers import G_BASE, G_KV, GENERIC
 from sigclass.scan.attribution import decide
 from sigclass.text import safe
 from sigclass.vocab import SignatureMode
@@ -114,6 +115,21 @@ class Scanner:
         self.engine = prefilter.build(items, engine)
         self.multiline_families = [s for s in ledger if s.active and s.multiline]
         self.guard = _PatternGuard()
+        self._fact_ids: tuple[frozenset[int], frozenset[int]] | None = None
+
+    def fact_id_sets(self) -> tuple[frozenset[int], frozenset[int]]:
+        """(unit-scope fact ids, lazy ids), the same for every source, made once.
+
+        Unit-scope facts are kept per sighting, with the line; the others are
+        last-value-wins. Lazy ids: pattern ids that, on a line no open block
+        needs, can only set (last-value-wins) facts or key=value fields (never
+        an over-time rule's trigger: those lines go through the per-line path).
+        """
+        if self._fact_ids is None:
+            unit = frozenset(pid for pid, p in self.fact_pat.items() if fact_info(p.fact).scope == "unit")
+            lazy = (frozenset(self.fact_pat) - unit - frozenset(self.over_time.by_pid)) | {G_KV}
+            self._fact_ids = (unit, lazy)
+        return self._fact_ids
 
     # ------------------------------------------------------------------ API
     def scan(self, path: str, *, display: str | None = None, on_finding: Callable[[Finding], None] | None = None,

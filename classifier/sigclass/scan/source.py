@@ -6,7 +6,6 @@ from typing import Callable, TYPE_CHECKING
 
 import time as _time
 
-from sigclass.ledger.context import fact_info
 from sigclass.ledger.signature import Signature
 from sigclass.records import Finding, MAX_LINES_KEPT
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
@@ -18,7 +17,7 @@ from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, Pendin
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_KV, G_MARK, GAP_AFTER_EXC, GAP_LINES,
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, GAP_AFTER_EXC, GAP_LINES,
     LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
 )
@@ -58,11 +57,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.fact_lines: list[tuple[int, str, str, str]] = []  # unit-scope facts: (line, worker, fact, value), in order
         self.heads = Heads()
         self.pending_facts = PendingFacts(self.heads)
-        # unit-scope facts are kept per sighting, with the line; the others are last-value-wins
-        self.unit_fact_ids = frozenset(pid for pid, p in scanner.fact_pat.items() if fact_info(p.fact).scope == "unit")
-        # pattern ids that, on a line no open block needs, can only set (last-value-wins) facts or key=value fields
-        # (never an over-time rule's trigger: those lines go through the per-line path)
-        self.lazy_ids = (frozenset(scanner.fact_pat) - self.unit_fact_ids - frozenset(scanner.over_time.by_pid)) | {G_KV}
+        self.unit_fact_ids, self.lazy_ids = scanner.fact_id_sets()
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
         self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
