@@ -51,14 +51,18 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
 
     from sigclass.scan.factory import build_scanner
 
-    from sigclass.scan.factory import usable_model
+    from sigclass.scan.factory import regex_only
 
     lg, bad = load_ledger_or_exit(ledger)
     try:
-        wanted_model = model
-        signatures, model = usable_model(lg, signatures, model, err)
-        bad = bad or model != wanted_model
-        scanner = build_scanner(lg, signatures, model, engine=engine, on_note=err, warnings_as_notes=True)
+        try:
+            scanner = build_scanner(lg, signatures, model, engine=engine, on_note=err, warnings_as_notes=True)
+        except ModelError as exc:  # a named model that cannot be used: go on without it (exit 2 once done)
+            if model is None or signatures == "learned":
+                raise
+            err(regex_only(exc))
+            bad = True
+            scanner = build_scanner(lg, "regex", None, engine=engine)
     except (ModelError, SigclassError) as exc:
         err(exc)
         return 2

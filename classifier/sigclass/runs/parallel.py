@@ -42,7 +42,7 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
     out: list[list[SourceScan]] = [[] for _ in plans]
     if not items:
         return out
-    workers = _workers(n_jobs)
+    workers = workers_for(n_jobs)
     small = small_in_process and len(items) <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
     if workers <= 1 or len(items) == 1 or small:
         for i, run_path, rel in items:
@@ -62,11 +62,6 @@ def scan_sources(plans: Sequence[RunPlan], cfg: ScanConfig, layout: Layout, *, n
     finally:
         gen.close()
     return out
-
-
-def _workers(n_jobs: int) -> int:
-    """How many worker processes -j N means; -j1 never imports a pool (or joblib, or numpy)."""
-    return workers_for(n_jobs)
 
 
 def analyse(dirs: Iterable[str], *, cfg: ScanConfig = ScanConfig(), layout: Layout = Layout(), n_jobs: int = -1,
@@ -114,7 +109,7 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
     each run is yielded as ``render(run)``, made where the run was assembled:
     a worker sends that back instead of the whole run.
     """
-    workers = _workers(n_jobs)
+    workers = workers_for(n_jobs)
     total = sum(len(p.sources) for p in plans)
     small = small_in_process and total <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
     if workers <= 1 or total <= 1 or small:

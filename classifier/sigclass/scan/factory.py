@@ -31,7 +31,8 @@ def usable_model(ledger: Any, signatures: str, model: Path | None, on_note: Call
     A model that cannot be used (missing, corrupt, not sigclass's, stale pin) is reported on ``on_note`` in one
     line and the command carries on with regex signatures only, so no regex finding is lost; only ``learned``
     mode, which has nothing else to go on, stops with the `ModelError`. Returns ``(signatures, model)`` to use,
-    unchanged when the model loads (or none was named).
+    unchanged when the model loads (or none was named). For commands whose workers load the model again (runs,
+    report, compare); a scan that builds its one scanner here falls back the same way without a second load.
     """
     if model is None or signatures == "regex":
         return signatures, model
@@ -40,9 +41,14 @@ def usable_model(ledger: Any, signatures: str, model: Path | None, on_note: Call
     except ModelError as exc:
         if signatures == "learned":
             raise
-        on_note(f"{exc}; carrying on with regex signatures only")
+        on_note(regex_only(exc))
         return "regex", None
     return signatures, model
+
+
+def regex_only(exc: ModelError) -> str:
+    """The one line that says a named model cannot be used and the work goes on with regex signatures."""
+    return f"{exc}; carrying on with regex signatures only"
 
 
 def load_learned(ledger: Any, signatures: str = "both", model: Path | None = None, *,
