@@ -282,9 +282,13 @@ class RegexEngine(_Engine):
 ENGINES = {"hyperscan": HyperscanEngine, "re2": Re2Engine, "regex": RegexEngine}
 
 
+def _hyperscan_platform() -> bool:
+    return sys.platform.startswith("linux") or sys.platform == "darwin"
+
+
 def available_engines() -> list[str]:
     names = []
-    if sys.platform.startswith("linux") or sys.platform == "darwin":
+    if _hyperscan_platform():
         try:
             import hyperscan  # noqa: F401
 
@@ -304,7 +308,8 @@ def available_engines() -> list[str]:
 def build(items: Iterable[tuple[int, str, str]], engine: str | None = None) -> _Engine:
     """Compile (pattern id, regex source, label) items with the best (or the named) engine."""
     items = list(items)
-    names = [engine] if engine else available_engines()
+    # without a named engine, the first that builds wins (the later ones are not even imported)
+    names = [engine] if engine else [n for n in ENGINES if n != "hyperscan" or _hyperscan_platform()]
     last: Exception | None = None
     for name in names:
         try:

@@ -79,10 +79,26 @@ def number_key(s: str) -> tuple[int, str] | None:
     return None
 
 
+_NEEDS: list[tuple[str, ...] | None] = []
+
+
+def _rules() -> list[tuple[re.Pattern[str], tuple[str, ...] | None]]:
+    """Each rule with the plain strings one of which every match of it holds (None: no such set), made once."""
+    if not _NEEDS:
+        from sigclass.scan.locate import required_literals
+
+        for p in _IN_MESSAGE:
+            got = required_literals(p)
+            _NEEDS.append(None if got is None else tuple(s.decode("ascii") for s in got))
+    return list(zip(IN_MESSAGE, _NEEDS))
+
+
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
-    for rx in IN_MESSAGE:
+    for rx, needs in _rules():
         for ln in lines:
+            if needs is not None and not any(s in ln for s in needs):
+                continue  # a substring test instead of a search: no match can be in this line
             m = rx.search(ln)
             if m:
                 return number_id(m["w"])
