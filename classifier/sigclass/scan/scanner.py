@@ -82,6 +82,14 @@ class _PatternGuard:
         warnings.warn(msg, stacklevel=2)
         return None
 
+    def absent(self, pat, text: str) -> bool:
+        """True when no part of text (a block's lines joined) can hold a match: it lacks every plain string
+        the pattern's matches need. False says nothing."""
+        needs = self.needs.get(pat.source, _UNSET)
+        if needs is _UNSET:
+            needs = self.needs[pat.source] = literals_of(pat.source)
+        return needs is not None and not any(s in text for s in needs)
+
     @staticmethod
     def search_value(rx, text: str):
         """A ledger `require`/`prefer` regex on a fact value (text from the log), under the same limit."""
@@ -133,6 +141,7 @@ class Scanner:
         self.multiline_families = [s for s in ledger if s.active and s.multiline]
         self.guard = _PatternGuard()
         self._fact_ids: tuple[frozenset[int], frozenset[int]] | None = None
+        self._block_any_memo: dict[str, tuple[list, frozenset[int]]] = {}
 
     def fact_id_sets(self) -> tuple[frozenset[int], frozenset[int]]:
         """(unit-scope fact ids, lazy ids), the same for every source, made once.
@@ -200,6 +209,14 @@ class Scanner:
                           decide(source, run.findings, run.exits))
 
     # ------------------------------------------------------------------ classification
+    def _block_any(self, sig: Signature) -> tuple[list, frozenset[int]]:
+        """A family's `any` patterns that name it from one block (not counted ones), and their ids; made once."""
+        got = self._block_any_memo.get(sig.id)
+        if got is None:
+            pats = [p for p in sig.any if p.index not in self.counted]
+            got = self._block_any_memo[sig.id] = (pats, frozenset(p.index for p in pats))
+        return got
+
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],
                        line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
         """The best family for a block. With line_pids (the prefilter's ids per line), a family's `any`
@@ -213,26 +230,26 @@ class Scanner:
         cands.update(s.id for s in self.multiline_families)
         best = None
         best_key = None
-        text = None
+        text = "\n".join(lines)  # the block's text: a pattern whose strings it lacks matches none of its lines
+        guard = self.guard
         for fid in cands:
             sig = self.ledger[fid]
             if not sig.active or sig.min_count > 1:
                 continue
-            block_any = [p for p in sig.any if p.index not in self.counted]
+            block_any, any_ids = self._block_any(sig)
             if confirm_all:
-                ev = [ln for ln in lines if any(self.guard.search(p, ln) for p in block_any)]
+                ev = [ln for ln in lines if any(guard.search(p, ln) for p in block_any)]
             else:
                 ev = [ln for ln, lp in zip(lines, line_pids)
-                      if lp and any(p.index in lp and self.guard.search(p, ln) for p in block_any)]
+                      if lp and not any_ids.isdisjoint(lp) and any(p.index in lp and guard.search(p, ln) for p in block_any)]
             if not ev and sig.multiline:
-                text = text if text is not None else "\n".join(lines)
-                if any(self.guard.search(p, text) for p in sig.multiline):
+                if any(guard.search(p, text) for p in sig.multiline):
                     ev = [ln for ln in lines if ln.strip()][:3]
             if not ev:
                 continue
-            if any(not any(self.guard.search(p, ln) for ln in lines) for p in sig.all):
+            if any(guard.absent(p, text) or not any(guard.search(p, ln) for ln in lines) for p in sig.all):
                 continue
-            if any(self.guard.search(p, ln) for p in sig.none for ln in lines):
+            if any(not guard.absent(p, text) and any(guard.search(p, ln) for ln in lines) for p in sig.none):
                 continue
             ok = True
             for name, rx in sig.require:

@@ -95,10 +95,11 @@ def _rules() -> list[tuple[re.Pattern[str], tuple[str, ...] | None]]:
 
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
+    text = "\n".join(lines)
     for rx, needs in _rules():
+        if needs is not None and not any(s in text for s in needs):
+            continue  # a substring test instead of a search a line: no line holds what a match needs
         for ln in lines:
-            if needs is not None and not any(s in ln for s in needs):
-                continue  # a substring test instead of a search: no match can be in this line
             m = rx.search(ln)
             if m:
                 return number_id(m["w"])
