@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
 
 
+SPLIT_KEEP = 256  # lines of the current buffer kept split for look-backs (they reach 60 lines up)
 KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept whole for the source's verdict
 
 
@@ -65,6 +66,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self._lo = 0  # where the current span starts: look-backs stop there
         self._hits: dict[int, set[int]] = {}
         self._cur: tuple[bytes, int, Line] | None = None
+        self._split: dict[int, Line] = {}
         self.bytes_seen = 0
         self.counts: dict[tuple[str, str | None], list] = {}
         self.family_open: dict[tuple, list] = {}  # counted and over-time findings still open, per family and worker
@@ -92,6 +94,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if start or n != len(buf):
             hits = {k: v for k, v in hits.items() if start <= k < n}
         self._hits = hits
+        self._split = {}  # offsets of this buffer's lines split by _line -> their Line
         if self.first_time is None and self.lineno < 50:
             self._first_time_from_head(buf, start, n)
         self.bytes_seen += n - start
@@ -173,6 +176,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
         raw = buf[ls:le].decode("utf-8", "replace")
         ln = split_line(raw)
+        split = self._split
+        if len(split) >= SPLIT_KEEP:
+            split.clear()
+        split[ls] = ln  # for a look-back from a failure a few lines below (_frames_above)
         if ln.line_override is not None:
             lineno = ln.line_override
         self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
@@ -254,9 +261,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         end = ls - 1
         back = 0
         lo = self._lo
+        split = self._split
         while end > lo and back < 60 and len(out) < 40:
             start = max(buf.rfind(b"\n", lo, end) + 1, lo)
-            prev = split_line(buf[start:end].decode("utf-8", "replace"))
+            prev = split.get(start) or split_line(buf[start:end].decode("utf-8", "replace"))
             back += 1
             if prev.stream != ln.stream:
                 end = start - 1
