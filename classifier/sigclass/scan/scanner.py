@@ -56,9 +56,7 @@ class _PatternGuard:
     def search(self, pat, text: str):
         if pat.index in self.disabled:
             return None
-        needs = self.needs.get(pat.source, _UNSET)
-        if needs is _UNSET:
-            needs = self.needs[pat.source] = literals_of(pat.source)
+        needs = self._needs(pat)
         if needs is not None and not any(s in text for s in needs):
             # no match can be in a text without one of them: a substring test instead of a timed regex call
             # (the timeout alone costs the regex module 3-12 us a call, the test well under 1 us)
@@ -85,10 +83,17 @@ class _PatternGuard:
     def absent(self, pat, text: str) -> bool:
         """True when no part of text (a block's lines joined) can hold a match: it lacks every plain string
         the pattern's matches need. False says nothing."""
-        needs = self.needs.get(pat.source, _UNSET)
-        if needs is _UNSET:
-            needs = self.needs[pat.source] = literals_of(pat.source)
+        needs = self._needs(pat)
         return needs is not None and not any(s in text for s in needs)
+
+    def _needs(self, pat) -> tuple[str, ...] | None:
+        src = getattr(pat, "source", None)  # a pattern without its text (a caller's own object) is not gated
+        if src is None:
+            return None
+        needs = self.needs.get(src, _UNSET)
+        if needs is _UNSET:
+            needs = self.needs[src] = literals_of(src)
+        return needs  # type: ignore[return-value]
 
     @staticmethod
     def search_value(rx, text: str):
