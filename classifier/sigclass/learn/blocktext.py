@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from sigclass.ledger.context import STATE_FACTS
 from sigclass.text.lines import MASKS
 
 ABSTAIN = ("clean", "unknown")
@@ -83,6 +84,7 @@ FACT_MARK = "\x1ffacts"
 def block_input(bodies: Sequence[str], facts: dict[str, str] | None = None) -> str:
     """What the model reads for one block: its lines, then the source's facts as tokens on a marked line."""
     text = "\n".join(bodies)
+    facts = {k: v for k, v in (facts or {}).items() if k not in STATE_FACTS}
     if facts:
         toks = []
         for name, value in sorted(facts.items()):

@@ -155,7 +155,7 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
             plain.extend([key] * len(rest))
             cf.blocks.extend(rest)
         by_block: dict[str, str] = {}
-        for f in res.findings:
+        for f in [*res.findings, *res.quieted]:  # a block the ledger matched is the ledger's, even when quieted
             if f.method == "regex" and f.block:
                 for key in _keys(f.block):
                     by_block.setdefault(key, f.family)

@@ -47,7 +47,13 @@ CONTEXT: dict[str, ContextFact] = {f.name: f for f in (
     ContextFact("prompt_tokens_p99", "unit", "workload", "number"),
     ContextFact("prompt_tokens_p50", "unit", "workload", "number"),
     ContextFact("shared_prefix_tokens", "unit", "workload", "number"),
+    # the state of the work when a log ends (last value wins; scan.exitnoise): the last generate bar, the API server
+    ContextFact("engine_work", "job", "other", "text"),
+    ContextFact("api_server", "job", "other", "text"),
 )}
+
+# facts that say where a log's work stood, not what ran it: no feature of the learned model
+STATE_FACTS = frozenset({"engine_work", "api_server"})
 
 
 GROUPS = ("hardware", "engine", "model", "code", "workload")

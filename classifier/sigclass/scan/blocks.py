@@ -63,6 +63,8 @@ class ScanResult:
     fact_lines: list[tuple[int, str, str, str]] = field(default_factory=list)  # (line, worker, fact, value)
     exits: list[Exit] = field(default_factory=list)  # launchers' words that a worker ended, and how
     verdict: Verdict | None = None  # after the whole input: the cause, its victims, independent faults
+    # what a signature matched but the source's end showed to be harmless (scan.exitnoise): not a failure
+    quieted: list[Finding] = field(default_factory=list)
 
 
 _NP = None

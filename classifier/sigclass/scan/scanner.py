@@ -181,7 +181,7 @@ class Scanner:
         self.guard.messages = []
         return ScanResult(state.name, run.findings, run.markers, run.kv, run.facts, problems, run.lineno,
                           state.bytes_read, run.first_time, run.last_time, run.fact_lines, run.exits,
-                          decide(state.name, run.findings, run.exits))
+                          decide(state.name, run.findings, run.exits), run.quieted)
 
     def _prefetched(self, path: str, state: SourceState, live: bool | None) -> Iterator[tuple[object, tuple | None]]:
         """Blocks of a source with their prefilter hits. For files, helper threads read and run the
@@ -211,7 +211,7 @@ class Scanner:
         run.finish()
         return ScanResult(source, run.findings, run.markers, run.kv, run.facts, list(state.problems) + self.guard.messages,
                           run.lineno, len(data), run.first_time, run.last_time, run.fact_lines, run.exits,
-                          decide(source, run.findings, run.exits))
+                          decide(source, run.findings, run.exits), run.quieted)
 
     # ------------------------------------------------------------------ classification
     def _block_any(self, sig: Signature) -> tuple[list, frozenset[int]]:

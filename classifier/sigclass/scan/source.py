@@ -14,6 +14,7 @@ from sigclass.scan.counted import CountedEvidence
 from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
+from sigclass.scan import exitnoise
 from sigclass.scan.reader import SourceState
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
@@ -61,6 +62,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.unit_fact_ids, self.lazy_ids = scanner.fact_id_sets()
         self.counters: dict[tuple[str, str | None], Finding] = {}
         self.pending: list[Finding] = []
+        self.held: list[Finding] = []  # a line that is noise at a normal exit, until the source ends or goes on failing
+        self.quieted: list[Finding] = []  # ... and those the source's end showed to be noise
         self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
         self.table_rank: str | None = None  # the rank row of a ChildFailedError table, for its exitcode row
         self._lo = 0  # where the current span starts: look-backs stop there
@@ -163,6 +166,12 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self._close(stream)
         self._release()
         self.resolve_facts()
+        held, self.held = self.held, []
+        for f in held:
+            if exitnoise.work_finished({**self.facts.get("", {}), **self.facts.get(f.worker or "", {})}):
+                self.quieted.append(f)
+            else:
+                self._out(f)
         settle(self.findings, self.sc.ledger, self._progress_in_unit)
 
     def _progress_in_unit(self, worker: str | None, line: int) -> int:
@@ -450,6 +459,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         last.end_line = max(last.end_line, f.end_line)
 
     def _publish(self, f: Finding) -> None:
+        if self.held:
+            held, self.held = self.held, []
+            for h in held:  # the run failed on after it: the engine monitor's line was no exit noise
+                self._out(h)
         recurrence(self.recurring, f)
         if f.family_role == Role.SECONDARY:
             # the latest root of the same worker (or of no worker); else, as in a distributed job, the latest root
@@ -470,6 +483,12 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self.roots[f.worker] = (self.root_seq, f)
             self.last_root = f
         f.lines = [f.line] if not f.lines else f.lines
+        if f.role == Role.ROOT and exitnoise.monitor_only(f) and not self.findings:
+            self.held.append(f)  # the engine monitor at a normal exit, perhaps (scan.exitnoise): decided at the end
+            return
+        self._out(f)
+
+    def _out(self, f: Finding) -> None:
         self._keep(f)
         if self.on_finding is not None:
             self.on_finding(f)
