@@ -3,8 +3,8 @@
 - Supersedes at work: a family whose ledger entry supersedes another (tokenizer-reload-per-call over
   vllm-engine-hang) makes that family's findings in the same source its symptoms: secondary, pointing
   at it, with the superseding note as a caveat.
-- Late roots: a sibling stopped from outside (process-killed-by-signal) or a dead Ray worker
-  (ray-actor-died) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
+- Late roots: a sibling stopped from outside (process-killed-by-signal), a dead Ray worker
+  (ray-actor-died) or a dead vLLM engine (vllm-engine-dead) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
   rank) becomes a victim of the first root within LATE_ROOT_LINES below it.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
@@ -23,15 +23,18 @@ from sigclass.records import Finding
 from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.triggers import EXC_LINE
 from sigclass.text.lines import fingerprint
-from sigclass.vocab import Role, Status, UNKNOWN
+from sigclass.vocab import Method, Role, Status, UNKNOWN
 
 
 LATE_ROOT_LINES = 200
 
 # victims that may be printed before the root fault they follow: a launcher stops the siblings first and
 # names the failed rank after; Ray's raylet reports a dead worker before the worker's own traceback reaches
-# the driver (other victim families, a watchdog timeout say, come after their root)
-LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died"})
+# the driver; a vLLM front end's EngineDeadError can reach the log before the EngineCore process's own traceback
+# (other victim families, a watchdog timeout say, come after their root)
+LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died", "vllm-engine-dead"})
+# ... of which these give way only to a root the ledger named or one with an error line of its own (_telling)
+LATE_ONLY_IF_TELLING = frozenset({"vllm-engine-dead"})
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
@@ -107,9 +110,18 @@ def _late_roots(findings: list[Finding]) -> None:
         if f.family not in LATE_VICTIMS or f.role == Role.SECONDARY:
             continue
         nxt = next((g for g in findings[i + 1:] if g.family_role == Role.ROOT and g.family != UNKNOWN
-                    and g.role != Role.SECONDARY and _after(f, g)), None)
+                    and g.role != Role.SECONDARY and _after(f, g) and _telling(f, g)), None)
         if nxt is not None:
             _victim_of(f, nxt)
+
+
+def _telling(f: Finding, g: Finding) -> bool:
+    """Whether root g below victim f takes f's role away. A dead engine's line says its root is above it: a fault
+    below takes it only when the ledger named it, or the model did from an error line of its own (not from a
+    traceback cut short)."""
+    if f.family not in LATE_ONLY_IF_TELLING or g.method != Method.LEARNED:
+        return True
+    return any(EXC_LINE.match(b.lstrip()) for b in g.block)
 
 
 def _after(f: Finding, g: Finding) -> bool:
