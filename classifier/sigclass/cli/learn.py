@@ -39,13 +39,6 @@ def _dirs(corpus: list[Path] | None, no_shipped: bool) -> list[Path]:
     return dirs
 
 
-def _files(corpus: list[Path] | None, no_shipped: bool):
-    """The training part of the corpus folders (a folder's held-out files never reach training)."""
-    from sigclass.learn.corpus import corpus_files
-
-    return corpus_files(_dirs(corpus, no_shipped))
-
-
 def _fail(exc: Exception) -> None:
     err(exc)
     raise typer.Exit(2) from None
@@ -76,6 +69,8 @@ def train(
     """Train the learned signatures on the corpus and write a verified model file."""
     from sigclass.folders import data_dir
     from sigclass.learn import artefact
+    from sigclass.learn.corpus import corpus_files
+    from sigclass.learn.examples import corpus_phrasings
     from sigclass.learn.train import train as train_model
 
     lg, _ = load_ledger_or_exit(ledger)
@@ -85,8 +80,8 @@ def train(
         _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))
     _check_writable(target)  # before minutes of training, not after
     try:
-        files = _files(corpus, no_shipped_corpus)
-        trained = train_model(files, lg, folds=folds)
+        dirs = _dirs(corpus, no_shipped_corpus)
+        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs))
         trained.meta["command"] = "sigclass train " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else "sigclass train"
         digest = artefact.save(trained.pipeline, trained.meta, target)
     except (SigclassError, OSError) as exc:
@@ -130,6 +125,7 @@ def eval_(
     import time
 
     from sigclass.learn.corpus import corpus_files
+    from sigclass.learn.examples import corpus_phrasings
     from sigclass.learn.predictor import Predictor
     from sigclass.learn.scoring import KINDS, breakdown, score_modes
     from sigclass.learn.train import train as train_model
@@ -139,7 +135,7 @@ def eval_(
     scored: dict[str, dict[str, dict]] = {}
     try:
         dirs = _dirs(corpus, no_shipped_corpus)
-        trained = train_model(corpus_files(dirs), lg, folds=folds)
+        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs))
         predictor = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
         targets = [(d, "heldout") for d in dirs if corpus_files([d], split="heldout")]
         targets += [(Path(d), "all") for d in score_dirs or []]

@@ -94,8 +94,25 @@ def block_input(bodies: Sequence[str], facts: dict[str, str] | None = None) -> s
     return text
 
 
+# an identifier's words: CamelCase humps, acronyms and snake_case parts ('OutOfMemoryError' -> out of memory
+# error, 'CUDA_ERROR_OUT_OF_MEMORY' -> cuda error out of memory, 'NCCLWatchdogTimeout' -> nccl watchdog timeout)
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b")
+_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def ident_words(line: str) -> str:
+    """The words of a line's compound identifiers, lower-cased and space-separated ('' when it has none)."""
+    out: list[str] = []
+    for m in _IDENT.finditer(line):
+        parts = [w.lower() for chunk in m[0].split("_") for w in _HUMP.findall(chunk) if not w.isdigit()]
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)
+
+
 def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
-                    signals: bool = False, frames: str = "all") -> str:
+                    signals: bool = False, frames: str = "all", split_words: str = "none",
+                    last_exception: int = 0) -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked.
 
     The exception lines (type and message) are repeated ``repeat_exceptions`` times for weight, and each
@@ -105,6 +122,10 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
     (innermost) one before each exception line, or ``none``; the source lines under them stay either way.
     With ``signals``, a process's death by a signal, however the launcher printed it, also becomes a token
     (``killsig_KILL`` for 'exitcode: -9', 'exit code 137', 'Signal 9' or 'SIGKILL').
+    ``split_words``: the words of compound identifiers (`ident_words`) are added on a line of their own, for
+    the exception lines (``exc``), every line (``all``) or ``none``: the same nouns carry across stacks that
+    spell them `OutOfMemoryError`, `out of memory` or `CUDA_ERROR_OUT_OF_MEMORY`. ``last_exception``: the
+    last exception line of the block (the end of a chain, the error itself) is repeated that many more times.
     """
     out: list[str] = []
     sigs: dict[str, None] = {}
@@ -146,6 +167,12 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
         out = [x for i, x in enumerate(out) if i not in drop]
     if repeat_exceptions and exc:
         out.extend(exc[-3:] * repeat_exceptions)
+    if last_exception and exc:
+        out.extend(exc[-1:] * last_exception)
+    if split_words != "none":
+        words = [ident_words(x) for x in (exc if split_words == "exc" else out)]
+        if any(words):
+            out.append("idw " + " ".join(w for w in words if w))
     if types:
         out.append(" ".join([f"cause_{t}" for t in dict.fromkeys(types[:-1]) if t != types[-1]] + [f"exc_{types[-1]}"]))
     if sigs:

@@ -12,6 +12,7 @@ start-up small: scikit-learn alone costs about 100 MB and a second to import.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import math
@@ -72,8 +73,7 @@ def export(pipeline: Any, meta: dict[str, Any], *, source_sha256: str) -> bytes:
         "threshold": float(meta["threshold"]),
         "threshold_both": meta.get("threshold_both"),
         "calibration": kind,
-        "text": {"max_lines": text.max_lines, "repeat_exceptions": text.repeat_exceptions, "facts": text.facts,
-                 "signals": text.signals, "frames": text.frames},
+        "text": text.get_params(),
         "word": {"token_pattern": word.token_pattern, "lowercase": word.lowercase, "ngram_range": list(word.ngram_range),
                  "sublinear_tf": word.sublinear_tf},
         "char": {"lowercase": char.lowercase, "ngram_range": list(char.ngram_range), "sublinear_tf": char.sublinear_tf},
@@ -142,7 +142,11 @@ class CompactModel:
         self._wsub = bool(w["sublinear_tf"])
         ch = self.settings["char"]
         self._clow, self._cn, self._csub = bool(ch["lowercase"]), tuple(ch["ngram_range"]), bool(ch["sublinear_tf"])
-        self._text = self.settings["text"]
+        self._text = dict(self.settings["text"])
+        unknown = set(self._text) - set(inspect.signature(normalise_block).parameters)
+        if unknown:
+            raise ModelError(f"{where}: compact model text settings {sorted(unknown)} are unknown to this sigclass; "
+                             "retrain it with `sigclass train --out PATH`")
         self._seen: dict[str, np.ndarray] = {}  # normalised block text -> probabilities (a failure storm repeats)
 
     @classmethod
@@ -202,9 +206,7 @@ class CompactModel:
         return {i: v / norm for i, v in vals.items()} if norm > 0 else vals
 
     def proba(self, text: str) -> np.ndarray:
-        doc = normalise_block(text, max_lines=self._text["max_lines"], repeat_exceptions=self._text["repeat_exceptions"],
-                              facts=self._text["facts"], signals=bool(self._text.get("signals", False)),
-                              frames=str(self._text.get("frames", "all")))
+        doc = normalise_block(text, **self._text)
         got = self._seen.get(doc)
         if got is None:
             # the features are a function of the normalised (masked) text alone: blocks that mask alike score alike

@@ -29,6 +29,7 @@ class CorpusFile:
     blocks: list[str] = field(default_factory=list)  # every block the learned path sees, in order
     regex: list[str | None] = field(default_factory=list)  # the family the regex ledger gives each block
     group: str = ""  # files of one group (a real corpus's `thread`) never straddle cross-validation folds
+    source: str = "real"  # real (a file with a thread), written (a corpus file without one), example (a ledger's)
 
 
 SPLITS = ("train", "heldout", "all")
@@ -75,7 +76,8 @@ def corpus_files(dirs: Iterable[str | Path], *, split: str = "train") -> list[tu
             continue
         if split == "heldout":
             continue
-        for sub in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        for sub in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+                          and p.name != "phrasings"):  # `sigclass.learn.examples.PHRASINGS`: extra text, no label
             for f in sorted(sub.iterdir()):
                 if f.is_file() and f.name.endswith(_LOG_SUFFIXES):
                     out.append((f, sub.name))
@@ -117,9 +119,13 @@ def file_groups(files: Sequence[tuple[Path, str]]) -> list[str]:
     return out
 
 
-def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
+def collect(files: Sequence[tuple[Path, str]], ledger,
+            texts: Sequence[tuple[str, str, str]] = ()) -> list[CorpusFile]:
     """Scan each corpus file twice: learned mode (the blocks, in reported order) and regex mode (what the ledger says).
 
+    ``texts`` are (name, label, text) documents scanned the same way (the ledger's examples and a corpus's
+    phrasings, `sigclass.learn.examples`); they come after the files, with source `example` (`phrasing` for
+    a name under `phrasings/`).
     The learned-mode recorder claims every block for a placeholder family so that the
     scanner reports each one as a finding, in the order (by start line) it reports findings.
     """
@@ -136,14 +142,13 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
 
     learn_sc = Scanner(ledger, signatures="learned", learned=recorder)
     regex_sc = Scanner(ledger, signatures="regex")
-    out: list[CorpusFile] = []
-    for (path, label), group in zip(files, file_groups(files)):
-        cf = CorpusFile(path, label, group=group)
+
+    def one(cf: CorpusFile, scan) -> CorpusFile:
         seen.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            order = learn_sc.scan(str(path)).findings
-            res = regex_sc.scan(str(path))
+            order = scan(learn_sc).findings
+            res = scan(regex_sc)
         plain: list[str] = []
         for f in order:
             for key in _keys(f.block):
@@ -160,7 +165,16 @@ def collect(files: Sequence[tuple[Path, str]], ledger) -> list[CorpusFile]:
                 for key in _keys(f.block):
                     by_block.setdefault(key, f.family)
         cf.regex = [by_block.get(b) for b in plain]
-        out.append(cf)
+        return cf
+
+    out: list[CorpusFile] = []
+    for (path, label), group in zip(files, file_groups(files)):
+        cf = CorpusFile(path, label, group=group, source="written" if group.startswith("file:") else "real")
+        out.append(one(cf, lambda sc, p=path: sc.scan(str(p))))
+    for name, label, text in texts:
+        cf = CorpusFile(Path(name), label, group=f"example:{name}",
+                        source="phrasing" if name.startswith("phrasings/") else "example")
+        out.append(one(cf, lambda sc, t=text, n=name: sc.scan_text(t, source=n)))
     return out
 
 
@@ -192,13 +206,18 @@ def training_rows(cf: CorpusFile) -> list[tuple[int, str, float]]:
     return rows
 
 
-def design(cfs: Sequence[CorpusFile]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def design(cfs: Sequence[CorpusFile], weights: dict[str, float] | None = None
+           ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Training rows of the files: texts, labels, weights (times ``weights[cf.source]``, 1 if not named), files."""
     X, y, w, g = [], [], [], []
     for k, cf in enumerate(cfs):
+        scale = (weights or {}).get(cf.source, 1.0)
+        if scale <= 0:
+            continue
         for i, label, weight in training_rows(cf):
             X.append(cf.blocks[i])
             y.append(label)
-            w.append(weight)
+            w.append(weight * scale)
             g.append(k)
     return X, np.array(y, dtype=object), np.array(w), np.array(g)
 

@@ -29,6 +29,10 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
     "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
+    "split_words": "none", "last_exception": 0,
+    # weights of the training rows by where the text comes from: real excerpts, written ones, the ledger's own
+    # `# expect:` examples and the corpus's framework phrasings (0 leaves those out)
+    "written_weight": 1.0, "example_weight": 0.0, "phrasing_weight": 0.0,
 }
 
 
@@ -41,15 +45,19 @@ class BlockText(TransformerMixin, BaseEstimator):
         "facts": ["boolean"],
         "signals": ["boolean"],
         "frames": [StrOptions({"all", "last", "none"})],
+        "split_words": [StrOptions({"none", "exc", "all"})],
+        "last_exception": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
-                 signals: bool = False, frames: str = "all") -> None:
+                 signals: bool = False, frames: str = "all", split_words: str = "none", last_exception: int = 0) -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
         self.facts = facts
         self.signals = signals
         self.frames = frames
+        self.split_words = split_words
+        self.last_exception = last_exception
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -57,8 +65,7 @@ class BlockText(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        return [normalise_block(str(x), max_lines=self.max_lines, repeat_exceptions=self.repeat_exceptions,
-                                facts=self.facts, signals=self.signals, frames=self.frames) for x in X]
+        return [normalise_block(str(x), **self.get_params()) for x in X]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -184,5 +191,6 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
                                              max_features=p["exc_features"], dtype=np.float32)))
     features = FeatureUnion(parts)
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
-    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"], frames=p["frames"])
+    text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"], frames=p["frames"],
+                     split_words=p["split_words"], last_exception=p["last_exception"])
     return Pipeline([("text", text), ("features", features), ("clf", clf)])

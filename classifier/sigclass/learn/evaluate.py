@@ -12,7 +12,7 @@ from sklearn.pipeline import Pipeline
 from sigclass.errors import ModelError
 from sigclass.learn.blocktext import ABSTAIN, decide, retry_pending
 from sigclass.learn.corpus import CorpusFile, design, training_rows
-from sigclass.learn.estimator import make_pipeline, SEED
+from sigclass.learn.estimator import DEFAULT_PARAMS, make_pipeline, SEED
 
 
 def first_root(guesses: Sequence[tuple[str, float] | None]) -> str | None:
@@ -149,15 +149,24 @@ def _folds(cfs: Sequence[CorpusFile], n_splits: int, seed: int = SEED):
         yield from StratifiedGroupKFold(n_splits=n, shuffle=True, random_state=seed).split(np.zeros(len(cfs)), labels, groups)
 
 
-def oof_probabilities(cfs: Sequence[CorpusFile], *, folds: int = 5,
-                      params: dict[str, Any] | None = None) -> tuple[list[np.ndarray], list[str], int]:
-    """Out-of-fold block probabilities of every file (columns: every label of the corpus), and the fold count."""
+def source_weights(params: dict[str, Any] | None = None) -> dict[str, float]:
+    """The weight of each training text's source (`CorpusFile.source`) under the parameters."""
+    p = {**DEFAULT_PARAMS, **(params or {})}
+    return {"real": 1.0, "written": float(p["written_weight"]), "example": float(p["example_weight"]),
+            "phrasing": float(p["phrasing_weight"])}
+
+
+def oof_probabilities(cfs: Sequence[CorpusFile], *, folds: int = 5, params: dict[str, Any] | None = None,
+                      extras: Sequence[CorpusFile] = ()) -> tuple[list[np.ndarray], list[str], int]:
+    """Out-of-fold block probabilities of every file (columns: every label of the corpus), and the fold count.
+    ``extras`` (the ledger's examples) join the training part of every fold and are never scored."""
     oof: list[np.ndarray | None] = [None] * len(cfs)
-    all_labels = sorted({lab for cf in cfs for _, lab, _ in training_rows(cf)})
+    all_labels = sorted({lab for cf in [*cfs, *extras] for _, lab, _ in training_rows(cf)})
+    weights = source_weights(params)
     n = 0
     for train_idx, test_idx in _folds(cfs, folds):
         n += 1
-        X, y, w, _ = design([cfs[i] for i in train_idx])
+        X, y, w, _ = design([cfs[i] for i in train_idx] + list(extras), weights)
         pipe = make_pipeline(params)
         pipe.fit(X, y, clf__sample_weight=w)
         cls = list(pipe.classes_)
@@ -180,10 +189,10 @@ def mode_scores(cfs: Sequence[CorpusFile], got: Sequence[str | None]) -> dict[st
             "unknown_quiet": rates["unknown"], "clean_quiet": rates["clean"]}
 
 
-def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5,
-                   params: dict[str, Any] | None = None, threshold: float | None = None) -> CVResult:
+def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5, params: dict[str, Any] | None = None,
+                   threshold: float | None = None, extras: Sequence[CorpusFile] = ()) -> CVResult:
     """Stratified, grouped k-fold over files: out-of-fold block probabilities, a threshold per mode, scores."""
-    probs, all_labels, n = oof_probabilities(cfs, folds=folds, params=params)
+    probs, all_labels, n = oof_probabilities(cfs, folds=folds, params=params, extras=extras)
     if threshold is None:
         threshold, curve = choose_threshold(cfs, probs, all_labels)
     else:
@@ -199,7 +208,7 @@ def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5,
 
 
 def fit(cfs: Sequence[CorpusFile], params: dict[str, Any] | None = None) -> Pipeline:
-    X, y, w, _ = design(cfs)
+    X, y, w, _ = design(cfs, source_weights(params))
     if len(set(y)) < 2:
         raise ModelError("the corpus yields fewer than 2 labels; add labelled files (and clean ones) before training")
     pipe = make_pipeline(params)
