@@ -19,6 +19,7 @@ from sigclass.folders import DATA_ENV
 from sigclass.learn import artefact
 from sigclass.learn.blocktext import block_input, normalise_block
 from sigclass.learn.corpus import corpus_files, corpus_hash, ledger_hash, shipped_corpus
+from sigclass.learn.examples import corpus_phrasings
 from sigclass.learn.predictor import load_pipeline, ModelWarning, Predictor, predictor_from
 from sigclass.learn.scoring import score
 from sigclass.learn.estimator import CalibratedLinearClassifier
@@ -364,7 +365,7 @@ def corpus_model(ledger):
     parts = _checkout_corpus()
     if not parts:
         pytest.skip("no corpus in this tree")
-    trained = train(corpus_files(parts), ledger, folds=3)
+    trained = train(corpus_files(parts), ledger, folds=3, phrasings=corpus_phrasings(parts))
     return Predictor(trained.pipeline, trained.meta["threshold"], trained.meta), trained
 
 
