@@ -55,9 +55,11 @@ def own_facts(facts: Mapping[str, Mapping[str, str]], worker: str | None) -> dic
 
 def conditional(scanner: Any, findings: Sequence[Finding], facts: Mapping[str, Mapping[str, str]]) -> list[Conditional]:
     """For each regex finding: the higher-priority families it misses only for want of facts its source did not print."""
+    out: list[Conditional] = []
+    if not any(f.method == "regex" and f.block for f in findings):
+        return out  # a clean source (most of them): no ledger walk
     ledger = scanner.ledger
     gated = [s for s in ledger if s.active and s.require and s.min_count == 1]
-    out: list[Conditional] = []
     if not gated:
         return out
     search = scanner.guard.search
@@ -143,6 +145,8 @@ def _lend(name: str, host: str | None, rel: str, providers: list[_Provider]) -> 
 
 def lend(scans: Sequence[Any]) -> None:
     """Give findings the family their conditions name when the facts they lack are those of their node or job."""
+    if not any(getattr(sc, "conditional", None) for sc in scans):
+        return  # nothing to lend (most runs)
     providers = _providers(scans)
     for sc in scans:
         conds = getattr(sc, "conditional", None)

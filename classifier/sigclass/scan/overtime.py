@@ -176,6 +176,10 @@ class OverTime:
         for pid_, entries in self.by_pid.items():
             rule, role = entries[0]
             self.trigger[pid_] = self._trigger_pattern(rule, role)
+        # what every source's state starts from, made once here rather than per source
+        self.rates = {id(r): r for r in self.rules if r.kind == "rate"}
+        self.progress_pids = frozenset(self.pid_of[(id(r), "progress")] for r in self.rules if r.kind == "stall")
+        self.progress_regions = {p: self.region[p] for p in sorted(self.progress_pids)}
 
     @staticmethod
     def _triggers(rule: TimeRule) -> list[tuple[str, str]]:

@@ -34,9 +34,9 @@ class OverTimeState(StallRules):
         self.year = year
         self.shared = shared  # (family, worker) -> [its open finding, time of its latest evidence]
         self.states: dict[tuple[int, str | None], RuleState] = {}  # (rule, worker) -> its state
-        self.rates = {id(r): r for r in ot.rules if r.kind == "rate"}
-        self.progress_pids = {self.ot.pid_of[(id(r), "progress")] for r in ot.rules if r.kind == "stall"}
-        self.recent = Recent({pid: self.ot.region[pid] for pid in sorted(self.progress_pids)})
+        self.rates = ot.rates  # read-only, shared by every source
+        self.progress_pids = ot.progress_pids
+        self.recent = Recent(ot.progress_regions)
         self.looked: dict[int, tuple[int, int]] = {}  # progress pattern -> (block, offset) its look-backs reached
         self.live_flagged: dict[str | None, int] = {}  # worker -> its last progress line when reported stalled
 
