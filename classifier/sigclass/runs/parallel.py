@@ -18,7 +18,7 @@ from sigclass.runs.assemble import assemble
 from sigclass.runs.discover import plan_run, RunPlan
 from sigclass.runs.layouts import Layout
 from sigclass.runs.pool import drop_dask, task_results, use_dask, workers_for
-from sigclass.runs.sources import scan_source, scanner_for, ScanConfig, SourceScan
+from sigclass.runs.sources import scan_all, scan_source, scanner_for, ScanConfig, SourceScan
 
 
 def _scan_chunk(cfg: ScanConfig, layout: Layout, items: list[tuple[int, str, str]]) -> list[tuple[int, SourceScan]]:
@@ -114,7 +114,7 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
     small = small_in_process and total <= SMALL_BATCH_SOURCES and sum(p.bytes for p in plans) <= SMALL_BATCH_BYTES
     if workers <= 1 or total <= 1 or small:
         for plan in plans:
-            run = assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources])
+            run = assemble(plan, scan_all(cfg, layout, plan.path, plan.sources))
             if on_progress and plan.sources:
                 on_progress(len(plan.sources))
             yield run if render is None else render(run)
@@ -130,7 +130,7 @@ def iter_runs(plans: Sequence[RunPlan], *, cfg: ScanConfig = ScanConfig(), layou
 
 def _analyse_chunk(cfg: ScanConfig, layout: Layout, plans: list[RunPlan],
                    render: Callable[[Run], Any] | None = None) -> list[Any]:
-    runs = (assemble(plan, [scan_source(cfg, layout, plan.path, rel) for rel in plan.sources]) for plan in plans)
+    runs = (assemble(plan, scan_all(cfg, layout, plan.path, plan.sources)) for plan in plans)
     return [run if render is None else render(run) for run in runs]
 
 

@@ -20,6 +20,7 @@ back in task order, each as soon as it and those before it are done.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -104,9 +105,17 @@ def _local(fn: Callable[..., Any], tasks: Sequence[tuple], workers: int,
                                           else "spawn")
         if ctx.get_start_method() == "forkserver":
             ctx.set_forkserver_preload(PRELOAD)
-    with workers_ignore_sigint():  # the workers start at the first submit, inside this block
-        pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=ctx)
-        futures = [pool.submit(fn, *t) for t in tasks]
+    if forked:
+        # what the workers inherit (the scanner, the ledger, every module) is kept out of their garbage
+        # collections: a collection would touch each object and copy the pages they share with this process
+        gc.freeze()
+    try:
+        with workers_ignore_sigint():  # the workers start at the first submit, inside this block
+            pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=ctx)
+            futures = [pool.submit(fn, *t) for t in tasks]
+    finally:
+        if forked:
+            gc.unfreeze()
     try:
         for fut in futures:
             yield fut.result()

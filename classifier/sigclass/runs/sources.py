@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 import re
 import stat
-from typing import Any
+from typing import Any, Sequence
 import warnings
 
 from sigclass.errors import InputError, SigclassError
@@ -65,6 +65,8 @@ class SourceScan:
 
 _SCANNERS: dict[ScanConfig, Any] = {}
 
+_LAST: list[Any] = []  # [config, scanner] of the latest call
+
 
 def scanner_for(cfg: ScanConfig):
     """The scanner for a config, built once per process.
@@ -75,8 +77,12 @@ def scanner_for(cfg: ScanConfig):
     and loaded on the first failure block no regex explains (the policy is
     `sigclass.scan.factory.load_learned`).
     """
+    last = _LAST
+    if last and last[0] is cfg:
+        return last[1]  # the same config object as the call before (every source of a batch): no hashing
     sc = _SCANNERS.get(cfg)
     if sc is not None:
+        _LAST[:] = [cfg, sc]
         return sc
     from sigclass.ledger.pack import load_ledger
     from sigclass.scan.factory import load_learned
@@ -88,11 +94,25 @@ def scanner_for(cfg: ScanConfig):
         learned = load_learned(ledger, cfg.signatures, Path(cfg.model) if cfg.model else None)
     sc = Scanner(ledger, signatures=cfg.signatures, learned=learned)
     _SCANNERS[cfg] = sc
+    _LAST[:] = [cfg, sc]
     return sc
 
 
 def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> SourceScan:
     """Scan one log source of a run. Never raises for a bad input: what went wrong is a problem."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _scan_one(cfg, layout, run_path, rel)
+
+
+def scan_all(cfg: ScanConfig, layout: Layout, run_path: str, rels: Sequence[str]) -> list[SourceScan]:
+    """`scan_source` for several sources of one run (the warning filters set once for all of them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [_scan_one(cfg, layout, run_path, rel) for rel in rels]
+
+
+def _scan_one(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> SourceScan:
     unit_rx, worker_rx = layout.compiled()
     path = os.path.join(run_path, rel)
     rel = safe.name(rel)  # from here on, the name as it is shown (the file is opened by `path`)
@@ -112,9 +132,7 @@ def scan_source(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sou
         return out
     scanner = scanner_for(cfg)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = scanner.scan(path, display=rel)
+        res = scanner.scan(path, display=rel)  # warnings are off here (`scan_source`, `scan_all`)
     except InputError as exc:
         msg = str(exc)
         if "no such file" in msg:
