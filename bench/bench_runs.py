@@ -201,14 +201,18 @@ def _idle_total() -> tuple[float, float]:
     return idle, sum(t)
 
 
-def timed(cmd: list[str], out: Path) -> tuple[float, float, float, float, float, int]:
+def timed(cmd: list[str], out: Path) -> tuple[float, float, float, float, float, int, float]:
     """(wall s, CPU s of the process tree, peak RSS of the process in MB, peak RSS of its process tree in MB,
-    share of the machine other processes used meanwhile, exit status)."""
+    share of the machine other processes used meanwhile, exit status, CPU s of the command's own process).
+
+    The command's own CPU (the parent of -j N workers: planning, sending tasks, decoding and writing results)
+    is its last psutil sample, at most one sampling interval (50 ms) before it exited."""
     import resource
 
     import psutil
 
     peak_main = peak_tree = 0
+    own_cpu = 0.0
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     idle0, total0 = _idle_total()
     with open(out, "wb") as fh:
@@ -218,9 +222,11 @@ def timed(cmd: list[str], out: Path) -> tuple[float, float, float, float, float,
         done = threading.Event()
 
         def sample() -> None:
-            nonlocal peak_main, peak_tree
+            nonlocal peak_main, peak_tree, own_cpu
             while not done.is_set():
                 try:
+                    t = ps.cpu_times()
+                    own_cpu = t.user + t.system
                     main = ps.memory_info().rss
                     tree = main + sum(c.memory_info().rss for c in ps.children(recursive=True))
                 except psutil.Error:
@@ -241,7 +247,7 @@ def timed(cmd: list[str], out: Path) -> tuple[float, float, float, float, float,
     others = max(0.0, busy - cpu / (wall * (os.cpu_count() or 1)))
     if proc.returncode not in (0, 1):
         sys.stderr.write(err.decode("utf-8", "replace")[-2000:])
-    return wall, cpu, peak_main / 1e6, peak_tree / 1e6, others, proc.returncode
+    return wall, cpu, peak_main / 1e6, peak_tree / 1e6, others, proc.returncode, own_cpu
 
 
 def check(answers: list[dict], out: Path) -> tuple[int, list[str]]:
@@ -311,25 +317,26 @@ def main() -> int:
                                   base / "dask-warm.out")
             figures["dask_first_call_s"] = round(wall, 2)
         rounds: dict[str, dict[str, list[float]]] = {m: {"wall": [], "cpu": [], "main": [], "tree": [], "others": [],
-                                                          "load": []} for m in modes}
+                                                          "load": [], "own": []} for m in modes}
         try:
             for k in range(args.repeat):
                 for m, opt in modes.items():
                     out = base / f"out-{m}-{k}.jsonl"
                     load = os.getloadavg()[0]
                     extra0 = cluster_cpu(client) if m == "dask" else 0.0
-                    wall, cpu, pm, pt, oth, rc = timed([*sigclass_cmd(), "runs", "--format", "jsonl", *opt, *dirs], out)
+                    wall, cpu, pm, pt, oth, rc, own = timed([*sigclass_cmd(), "runs", "--format", "jsonl", *opt, *dirs],
+                                                            out)
                     if m == "dask":
                         cpu += cluster_cpu(client) - extra0
                     if rc not in (0, 1):
                         print(f"sigclass runs {' '.join(opt)} failed with exit status {rc}", file=sys.stderr)
                         return 2
                     if not args.json:
-                        print(f"  round {k + 1} {m:>4}: {wall:7.2f} s wall, CPU {cpu:6.2f} s, load {load:4.1f}, "
-                              f"other processes {oth:.0%}", flush=True)
+                        print(f"  round {k + 1} {m:>4}: {wall:7.2f} s wall, CPU {cpu:6.2f} s (the command's own "
+                              f"{own:5.2f} s), load {load:4.1f}, other processes {oth:.0%}", flush=True)
                     r = rounds[m]
                     for key, v in (("wall", wall), ("cpu", cpu), ("main", pm), ("tree", pt), ("others", oth),
-                                   ("load", load)):
+                                   ("load", load), ("own", own)):
                         r[key].append(v)
                     outs[m] = out
         finally:
@@ -343,6 +350,7 @@ def main() -> int:
                           "cpu_s": round(statistics.median(r["cpu"]), 1),
                           "cpu_min_max": [round(min(r["cpu"]), 2), round(max(r["cpu"]), 2)],
                           "cores_busy": round(statistics.median(r["cpu"]) / med, 2),
+                          "own_cpu_s": round(statistics.median(r["own"]), 2),
                           "others_share": round(max(r["others"]), 2),
                           "load_min_max": [round(min(r["load"]), 1), round(max(r["load"]), 1)],
                           "peak_rss_mb": round(max(r["main"]), 1), "peak_tree_rss_mb": round(max(r["tree"]), 1),
@@ -361,7 +369,7 @@ def main() -> int:
         rg = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
         rg_walls, one_walls, one_cpus = [], [], []
         for k in range(max(3, args.repeat)):
-            wall, _, _, _, _, rc = timed([rg, "-z", "-c", "-f", str(base / "patterns.txt"), str(base / "runs")],
+            wall, _, _, _, _, rc, _ = timed([rg, "-z", "-c", "-f", str(base / "patterns.txt"), str(base / "runs")],
                                          base / "rg.out")
             if rc not in (0, 1):
                 print(f"rg failed with exit status {rc}", file=sys.stderr)
@@ -392,7 +400,7 @@ def main() -> int:
                 f = figures[m]
                 print(f"  {m:>4}: {f['seconds']:8.2f} s (min-max {f['seconds_min_max'][0]:.2f}-"
                       f"{f['seconds_min_max'][1]:.2f})  {f['runs_per_s']:8.1f} runs/s  CPU {f['cpu_s']:.1f} s "
-                      f"({f['cores_busy']:.2f} cores busy)  peak RSS {f['peak_rss_mb']:.0f} MB "
+                      f"({f['cores_busy']:.2f} cores busy; the command's own {f['own_cpu_s']:.2f} s)  peak RSS {f['peak_rss_mb']:.0f} MB "
                       f"(process tree {f['peak_tree_rss_mb']:.0f} MB)  load {f['load_min_max'][0]:.1f}-"
                       f"{f['load_min_max'][1]:.1f}, other processes used up to {f['others_share']:.0%} of the machine")
             print(f"  files/s: -j1 {figures['j1']['files_per_s']:,.0f}, -j2 {figures['j2']['files_per_s']:,.0f}, "
