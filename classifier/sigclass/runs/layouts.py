@@ -15,6 +15,7 @@ MCP server's run-directory check all ask it which files are log sources
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 import re
 
 from sigclass.errors import InputError
@@ -117,6 +118,7 @@ def _group(m: re.Match[str], name: str) -> str:
     return m.group(0)
 
 
+@lru_cache(maxsize=4096)  # a fleet repeats the same relative paths run after run (`gpu3/shard_17.log`)
 def identify(rel: str, unit_rx: re.Pattern[str] | None = None, worker_rx: re.Pattern[str] | None = None) -> Identity:
     parts = rel.split("/")
     stem = file_stem(parts[-1])
