@@ -203,7 +203,25 @@ def test_a_hydra_row_without_a_rank_does_not_lend_the_previous_one():
     from sigclass.text.workers import TABLE_RANK, rank_of_row
 
     assert rank_of_row(TABLE_RANK.match("=   RANK 2 PID 5 RUNNING AT a")) == "2"
-    assert rank_of_row(TABLE_RANK.match("=   PID 5491 RUNNING AT gn59")) is None
+    row = rank_of_row(TABLE_RANK.match("=   PID 5491 RUNNING AT gn59"))
+    assert [(e.worker, e.code) for e in exits_in_line("=   EXIT CODE: 1", 2, row)] == [(None, -1)]
+
+
+@pytest.mark.parametrize("status, code", [("9", -9), ("139", -11), ("134", -6), ("11", -11)])
+def test_a_hydra_exit_code_under_a_row_without_a_rank_is_the_wait_status(status, code):
+    # MPICH's pmiserv prints `PID n RUNNING AT host` without a rank only for a process that did not exit by itself;
+    # the code under it is the raw wait status (the signal, plus 128 with a core dump)
+    from sigclass.text.workers import TABLE_RANK, rank_of_row
+
+    row = rank_of_row(TABLE_RANK.match("=   PID 92248 RUNNING AT fzh-desktop"))
+    assert [(e.worker, e.code) for e in exits_in_line(f"=   EXIT CODE: {status}", 3, row)] == [(None, code)]
+
+
+def test_a_hydra_exit_code_under_a_ranked_row_is_the_exit_status():
+    from sigclass.text.workers import TABLE_RANK, rank_of_row
+
+    row = rank_of_row(TABLE_RANK.match("=   RANK 3 PID 27494 RUNNING AT node1"))
+    assert [(e.worker, e.code) for e in exits_in_line("=   EXIT CODE: 9", 3, row)] == [("3", 9)]
 
 
 @pytest.mark.parametrize("line, worker, code", [

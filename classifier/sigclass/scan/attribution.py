@@ -203,6 +203,16 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             tier = TIER_SUMMARY
         seen_workers.add(w)
         cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE, w))
+    # an exit whose worker no line names (Hydra's `PID n RUNNING AT host` row, a launcher's line without a rank)
+    # still says what ended a process: a candidate of its own when its code tells a family no failure here shows
+    shown = {c.family for c in cands}
+    for e in exits:
+        fam = family_of_exit(e.code) if e.worker is None else None
+        if fam is None or fam in shown or fam in _STOPPED:
+            continue
+        shown.add(fam)
+        cands.append(_Cand(fam, None, e.line, fingerprint([fam, e.text]), 0.0, TIER_SUMMARY, None, e.time, 0,
+                           CauseBasis.EXIT_CODE, None))
     if not cands:
         return Verdict(source, None)
     # within one worker, the order of its own lines is the order of time: a weak failure (no family, or an

@@ -41,6 +41,10 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
     # pdsh's host in front of torchrun's `--tee` prefix: `gpu187:2: ` (the worker is host:local rank)
     Prefix("tee", r"(?P<host>[A-Za-z][\w-]*):(?P<w>\d{1,4}): ", None),
+    # Open MPI's own lines about a process (opal's output and signal handler, `[%s:%05d] `): `[node01:04211] ***
+    # Process received signal ***`, `[gpu-3:123456] Signal: Segmentation fault (11)`; the worker is host:pid (the pid
+    # is printed with at least five digits, so a `[file.cpp:88] ` source location is not one)
+    Prefix("host", r"\[(?P<w>[A-Za-z][\w.-]*:\d{5,7})\] ", None),
     # pdsh's host alone (DeepSpeed's and Accelerate's multi-node launchers): `10.0.0.7: `, `worker-1: `; a host
     # name needs a hyphen and a digit, so `python3: can't open file` or `RuntimeError: ` stay lines of their own
     # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins)

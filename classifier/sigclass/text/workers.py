@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 from sigclass.text.prefixes import Stream
 
-# Where a failure's own text names its worker, in order of preference (the id is group `w`).
+# SGLang's parallel ranks as its scheduler prefix prints them (`DP1 TP3`, `PP2 ATTN_CP3 TP3 EP3`, `DP1 PP1`)
+_SGLANG_ID = r"(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|ATTN_TP|MOE_DP|MOE_EP|MOE_TP)\d+"
+_SGLANG_IDS = _SGLANG_ID + r"(?: " + _SGLANG_ID + r")*"
+
+# Where a failure's own text names its worker, in order of preference (the id is group `w`: digits, or an id as
+# printed that `norm_worker` reads).
 _IN_MESSAGE = (
     # torchelastic: `failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary`
     r"failed \(exitcode: -?\d+\) local_rank: (?P<w>\d+)",
@@ -37,11 +42,14 @@ _IN_MESSAGE = (
     r"RANK (?P<w>\d+) PID \d+ RUNNING AT ",
     # vLLM's Ray executor: `RayWorkerProc rank=[3] died unexpectedly`
     r"rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly",
-    # SGLang's log prefix: `[2025-03-10 12:00:00 TP1] `, `[2025-03-10 12:00:00 DP0 TP3] Scheduler hit an exception`
-    # (a failure's lines start after the time, which is read as the line's header)
-    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d )?(?:[A-Z]{2}\d+ )*TP(?P<w>\d+)(?: [A-Z]{2}\d+)*\] ",
+    # SGLang's scheduler prefix (`configure_logger(prefix=...)`: ` DP{dp_rank}`, ` PP{pp_rank}`, ` ATTN_CP{..}`,
+    # ` MOE_DP{..}`, ` TP{tp_rank}`, ` EP{moe_ep_rank}`, each only when that size is over 1): `[2025-03-10 12:00:00 TP1] `,
+    # `[2025-03-10 12:00:00 DP0 TP3] Scheduler hit an exception`, `[... DP1 PP1] ` (a failure's lines start after the
+    # time, which is read as the line's header). The worker is the ids as printed (`norm_worker` reads the TP rank
+    # where there is one); its process title `sglang::scheduler_DP1_TP3` names the same in native frames
+    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d )?(?:migrate )?(?P<w>" + _SGLANG_IDS + r")\] ",
     # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
-    r"\[(?:PG [^\]]{0,60}?)?Rank (?P<w>\d+)\]",
+    r"\[(?:PG [^\]]{0,60}?)?(?i:Rank) (?P<w>\d+)\]",
     # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
     r"--local[_-]rank[= ]'?(?P<w>\d+)",
     # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
@@ -55,6 +63,10 @@ _IN_MESSAGE = (
     # (`where the task (actor ID: 1ff7, name=RayWorkerWrapper.__init__, pid=2543, memory used=9.93GB)`)
     r"name=[\w.]+, pid=(?P<w>\d+), memory used=",
     r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b",
+    # SGLang's native frames name the scheduler process: `(0x55ba19095c5d in sglang::scheduler_TP0)`
+    r"sglang::scheduler_(?P<w>" + _SGLANG_ID + r"(?:_" + _SGLANG_ID + r")*)\b",
+    # JAX's multi-process runtime: `process_index=3`, `process_id: 3`
+    r"(?<![\w-])process_(?:index|id)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
 )
 IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSAGE)
@@ -93,6 +105,16 @@ def _rules() -> list[tuple[re.Pattern[str], tuple[str, ...] | None]]:
     return list(zip(IN_MESSAGE, _NEEDS))
 
 
+def _worker_id(w: str) -> str:
+    """An id a message names: digits as a number; SGLang's ranks as the TP rank where there is one (the tensor-parallel
+    rank is the GPU worker), else as printed (`DP1 PP1`)."""
+    if w.isdigit():
+        return number_id(w)
+    ids = re.findall(_SGLANG_ID, w)
+    tp = next((x[2:] for x in ids if x.startswith("TP")), None)
+    return number_id(tp) if tp is not None else " ".join(ids) or w
+
+
 def worker_in_text(lines: list[str]) -> str | None:
     """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
     text = "\n".join(lines)
@@ -102,7 +124,7 @@ def worker_in_text(lines: list[str]) -> str | None:
         for ln in lines:
             m = rx.search(ln)
             if m:
-                return number_id(m["w"])
+                return _worker_id(m["w"])
     return None
 
 
@@ -151,6 +173,9 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"pdsh@[\w.-]+: (?P<w>[\w.-]+): ssh exited with exit code (?P<code>\d+)"),
     # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
     re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
+    # MPICH's (Hydra's) closing word on a process a signal ended: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
+    # Killed (signal 9)` (no rank: the table above names the pid and host)
+    re.compile(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<signum>\d+)\)"),
     # the exit rows of a table, whose worker the row above names (TABLE_RANK): torchelastic's ChildFailedError,
     # Open MPI's `Exit code:    1` under `Process name: [[17665,1],3]`, Hydra's `=   KILLED BY SIGNAL: 9 (Killed)`
     # or `=   EXIT CODE: 139` under `=   RANK 3 PID 27494 RUNNING AT node1`
@@ -159,24 +184,31 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
 _TABLE_EXITS = EXIT_LINES[-3:]
+_HYDRA_EXIT = EXIT_LINES[-1]
 # the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
 # 3` (its first failure), Open MPI's `Exit code:` row under `The first process to do so was:`
 FIRST_OBSERVED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: |^\s*Exit code:")
 # the table row that names the worker of the exit row below it (Hydra's row without `RANK n` names none)
 TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
                         r"|^\s*Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<mpi>\d+)\]"
-                        r"|^=\s+(?:RANK (?P<hydra>\d+) )?PID \d+ RUNNING AT ")
+                        r"|^=\s+(?:RANK (?P<hydra>\d+) )?(?P<hpid>PID) \d+ RUNNING AT ")
+# Hydra prints a row without a rank (`=   PID 92248 RUNNING AT host`) only for a process that did not exit by itself
+# (`!WIFEXITED`, pmiserv's cleanup): the `EXIT CODE` under it is the raw wait status, the signal number (plus 128
+# with a core dump), so `EXIT CODE: 9` there is SIGKILL, not exit(9)
+RAW_STATUS_ROW = "\x00wait-status"
 # the trigger the prefilter runs for all of the above (one alternation)
 EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died with <Signals\.|srun: error: "
                 r"|noticed that process rank [0-9]+ with PID|Worker proc VllmWorker-[0-9]+ died|rocess [0-9]+ terminated with signal|closing signal SIG"
                 r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
                 r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
-                r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: ")
+                r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: "
+                r"|TERMINATED WITH THE EXIT STRING: ")
 
 
 def rank_of_row(m: re.Match[str]) -> str | None:
     """The worker a TABLE_RANK row names (None: a row that names none, which ends the previous row's)."""
-    return m["w"] or m["mpi"] or m["hydra"]
+    w = m["w"] or m["mpi"] or m["hydra"]
+    return RAW_STATUS_ROW if w is None and m["hpid"] else w
 
 
 def _norm_code(code: int) -> int:
@@ -196,6 +228,9 @@ def _ids(spec: str) -> list[str]:
 
 def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None = None) -> list[Exit]:
     """The exits a launcher's summary line reports (srun names several tasks at once)."""
+    raw = table_rank == RAW_STATUS_ROW
+    if raw:
+        table_rank = None
     for rx in EXIT_LINES:
         m = rx.search(text)
         if not m:
@@ -204,7 +239,7 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
         code: int | None = None
         if g.get("code") is not None:
             code = int(g["code"])
-            if "signal (?P<code>" in rx.pattern:
+            if "signal (?P<code>" in rx.pattern or (raw and rx is _HYDRA_EXIT and 0 < code < 128):
                 code = -code
             code = _norm_code(code)
         elif g.get("signum"):
