@@ -57,10 +57,19 @@ _SIGNAL_WORDS = re.compile(r"[Rr]eceived (?:signal )?(?:SIG|\d)|death signal|got
 # stopped from outside: what a launcher's teardown or a scheduler does to every worker (the least telling)
 _STOPPED = {"process-killed-by-signal"}
 # what a victim says inside an error that no family (or only nccl-error) explains: the watchdog's own
-# DistBackendError, a dead engine, a stop signal
+# DistBackendError, a dead engine, a stop signal, and the messages frameworks print when the failure began in
+# another process: Horovod's shutdown (`This was caused by an exception on one of the ranks`), c10d's
+# monitoredBarrier (`Please check rank 0 logs for faulty rank`), its store client losing the rank that hosts the
+# store (`store->get('0') got error: Connection reset by peer`), Gloo's pair (`Connection closed by peer`), an
+# aborted communicator, vLLM's and SGLang's pointers to a root cause printed elsewhere (`see root cause above`,
+# `please check the stack trace above for the root cause`, `Received sigquit from a child process`)
 _VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchdog thread terminated with exception: \[Rank \d+\] Watchdog"
                            r"|EngineDeadError|EngineCore encountered an issue|[Rr]eceived SIGTERM|closing signal SIGTERM"
-                           r"|death signal|got signal: \d+|SignalException")
+                           r"|death signal|got signal: \d+|SignalException"
+                           r"|Horovod has been shut down|caused by an exception on one of the ranks"
+                           r"|[Pp]lease check rank \d+ logs for faulty rank|got error: Connection reset by peer"
+                           r"|Connection closed by peer|Connection reset by peer|Broken pipe|communicator was aborted"
+                           r"|(?i:see root cause above|for the root cause)|Received sigquit from a child")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 _LAUNCHER_REPORT = re.compile(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little
@@ -159,6 +168,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             tier = TIER_SECONDARY
         elif f.method == Method.LEARNED and not any(_ERROR_LINE.search(x) for x in block):
             tier = TIER_UNSEEN  # the model's guess at a traceback cut short before its error line: a weak sign
+        elif f.method == Method.LEARNED and _VICTIM_WORDS.search(text):
+            tier = TIER_SECONDARY  # the model's family for an error whose own words say it began elsewhere
         elif summary:
             tier = TIER_SUMMARY
         elif f.family == "nccl-error":

@@ -1,0 +1,181 @@
+"""Root attribution on more launchers' and servers' formats: SGLang's scheduler prefix in all its forms, MPICH's
+(Hydra's) rankless BAD TERMINATION table, Open MPI's `[host:pid]` lines, and the messages in which a framework
+says that a failure began in another process (those are victims, whatever is printed first).
+
+The worker forms follow the format strings of the frameworks' own source (SGLang's `configure_logger` prefix,
+Hydra's pmiserv cleanup table, opal's `[%s:%05d] ` prefix, Horovod's shutdown error, c10d's monitoredBarrier).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+import pytest
+
+import sigclass
+from sigclass.text.workers import norm_worker, worker_in_text
+
+from test_attribution_properties import interleavings
+
+
+def _cause(text: str) -> tuple[str | None, str | None]:
+    v = sigclass.classify(text).verdict
+    c = v.cause if v is not None else None
+    return (c.family, norm_worker(c.worker)) if c is not None else (None, None)
+
+
+# --------------------------------------------------------------------------- SGLang
+
+@pytest.mark.parametrize("line, worker", [
+    ("[2025-08-29 20:35:50 DP2 TP2 EP2 PP0] Scheduler hit an exception: Traceback (most recent call last):", "2"),
+    ("[2026-06-27 08:55:14 PP2 ATTN_CP3 TP3 EP3] Scheduler hit an exception: Traceback (most recent call last):", "3"),
+    # no tensor parallelism: the data- and pipeline-parallel ranks are the worker, as printed
+    ("[2025-05-02 10:11:12 DP1 PP1] Scheduler hit an exception: Traceback (most recent call last):", "DP1 PP1"),
+    ("DP0 PP1] Scheduler hit an exception: Traceback (most recent call last):", "DP0 PP1"),
+    # the scheduler's process title in a native frame
+    ("frame #44: + 0x29ac5d (0x55ba19095c5d in sglang::scheduler_DP1_PP1)", "DP1 PP1"),
+    ("frame #45: PyEval_EvalCode + 0x9f (0x55ba1909539f in sglang::scheduler_TP0)", "0"),
+])
+def test_sglang_names_its_scheduler_in_every_form_of_its_prefix(line, worker):
+    assert worker_in_text([line]) == worker
+
+
+def test_a_plain_timestamp_in_brackets_is_not_an_sglang_worker():
+    assert worker_in_text(["[2025-08-08 09:09:09] Received sigquit from a child process."]) is None
+
+
+SGLANG_DP_PP = [
+    "[2025-05-02 10:11:12 DP0 PP0] Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, ",
+    "[2025-05-02 10:11:12 DP1 PP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2582, in run_scheduler_process',
+    "    scheduler.event_loop_pp()",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 has a total capacity of 79.10 GiB "
+    "of which 1.02 GiB is free.",
+    "",
+    "[2025-05-02 10:11:13] Received sigquit from a child process. It usually means the child failed.",
+]
+
+
+def test_an_sglang_worker_without_tensor_parallelism_is_named_by_its_ranks():
+    assert _cause("\n".join(SGLANG_DP_PP) + "\n") == ("cuda-oom", norm_worker("DP1 PP1"))
+
+
+# --------------------------------------------------------------------------- MPICH (Hydra)
+
+# https://github.com/je-santos/MPLBM-UT/issues/92 (the reporter: "This problem is caused by a lack of memory")
+HYDRA_RANKLESS_KILL = """\
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   PID 92248 RUNNING AT fzh-desktop
+=   EXIT CODE: 9
+=   CLEANING UP REMAINING PROCESSES
+=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
+"""
+
+
+def test_hydra_exit_code_9_under_a_rankless_row_is_a_kill():
+    assert _cause(HYDRA_RANKLESS_KILL) == ("host-oom-killed", None)
+
+
+def test_hydra_exit_string_names_the_signal():
+    text = ("===================================================================================\n"
+            "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+            "=   PID 9665 RUNNING AT gpu-node-1\n"
+            "=   EXIT CODE: 139\n"
+            "=   CLEANING UP REMAINING PROCESSES\n"
+            "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n"
+            "===================================================================================\n"
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n")
+    assert _cause(text) == ("segfault", None)
+
+
+def test_a_ranked_hydra_row_keeps_its_rank_and_exit_status():
+    text = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+            "=   RANK 3 PID 27494 RUNNING AT node1\n"
+            "=   KILLED BY SIGNAL: 9 (Killed)\n")
+    assert _cause(text) == ("host-oom-killed", "3")
+
+
+# --------------------------------------------------------------------------- Open MPI's own lines
+
+OMPI_SEGV = [
+    "[gpu-node-07:04211] *** Process received signal ***",
+    "[gpu-node-07:04211] Signal: Segmentation fault (11)",
+    "[gpu-node-07:04211] Signal code: Address not mapped (1)",
+    "[gpu-node-07:04211] Failing at address: 0x10",
+    "[gpu-node-07:04211] *** End of error message ***",
+]
+WATCHDOG_RANK0 = [
+    "[1,0]<stderr>:[E1120 14:57:16.100000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
+    "600012 milliseconds before timing out.",
+]
+
+
+def test_open_mpi_host_pid_prefix_names_the_process():
+    assert _cause("\n".join(OMPI_SEGV) + "\n") == ("segfault", norm_worker("gpu-node-07:04211"))
+
+
+def test_a_source_location_in_brackets_is_not_a_host_pid_prefix():
+    from sigclass.text.lines import split_line
+
+    assert split_line("[socket.cpp:663] [c10d] The client socket has failed to connect").worker is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([OMPI_SEGV, WATCHDOG_RANK0]))
+def test_open_mpi_segfault_outranks_a_watchdog_in_any_interleaving(lines):
+    assert _cause("\n".join(lines) + "\n") == ("segfault", norm_worker("gpu-node-07:04211"))
+
+
+# --------------------------------------------------------------------------- victims that say so
+
+HOROVOD_SHUTDOWN_RANK0 = [
+    "[1,0]<stderr>:Traceback (most recent call last):",
+    '[1,0]<stderr>:  File "/opt/conda/lib/python3.6/site-packages/horovod/torch/mpi_ops.py", line 436, in synchronize',
+    "[1,0]<stderr>:    mpi_lib.horovod_torch_wait_and_clear(handle)",
+    "[1,0]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one of the ranks or an "
+    "attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown "
+    "was caused by an exception, you should see the exception in the log before the first shutdown message.",
+]
+VALUEERROR_RANK3 = [
+    "[1,3]<stderr>:Traceback (most recent call last):",
+    '[1,3]<stderr>:  File "train.py", line 38, in <module>',
+    "[1,3]<stderr>:    batch = collate(items)",
+    "[1,3]<stderr>:ValueError: could not broadcast input array from shape (3,224,224) into shape (3,256,256)",
+]
+MPIRUN_FIRST_RANK0 = [
+    "--------------------------------------------------------------------------",
+    "mpirun detected that one or more processes exited with non-zero status, thus causing",
+    "the job to be terminated. The first process to do so was:",
+    "",
+    "  Process name: [[50371,1],0]",
+    "  Exit code:    1",
+    "--------------------------------------------------------------------------",
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([HOROVOD_SHUTDOWN_RANK0, VALUEERROR_RANK3, MPIRUN_FIRST_RANK0]))
+def test_horovod_shutdown_is_a_victim_of_the_rank_that_raised(lines):
+    # the rank that raised may exit after the one whose shutdown error mpirun saw first
+    assert _cause("\n".join(lines) + "\n") == ("unknown", "3")
+
+
+BARRIER_VICTIM_RANK0 = [
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "train.py", line 40, in <module>',
+    "[rank0]:     dist.monitored_barrier()",
+    "[rank0]: RuntimeError: Rank 0 successfully reached monitoredBarrier, but received errors while waiting for "
+    "send/recv from rank 2. Please check rank 2 logs for faulty rank.",
+]
+KEYERROR_RANK2 = [
+    "[rank2]: Traceback (most recent call last):",
+    '[rank2]:   File "train.py", line 31, in <module>',
+    "[rank2]:     label = sample['label']",
+    "[rank2]: KeyError: 'label'",
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([BARRIER_VICTIM_RANK0, KEYERROR_RANK2]))
+def test_monitored_barrier_points_at_the_faulty_rank(lines):
+    assert _cause("\n".join(lines) + "\n") == ("unknown", "2")
