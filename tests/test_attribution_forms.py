@@ -179,3 +179,45 @@ KEYERROR_RANK2 = [
 @given(interleavings([BARRIER_VICTIM_RANK0, KEYERROR_RANK2]))
 def test_monitored_barrier_points_at_the_faulty_rank(lines):
     assert _cause("\n".join(lines) + "\n") == ("unknown", "2")
+
+
+# --------------------------------------------------------------------------- more launchers' exit lines and prefixes
+
+@pytest.mark.parametrize("line, worker, code", [
+    # text-generation-inference's shard manager (the tracing span's `rank=` follows the message)
+    ("2024-08-11T09:36:31.932556Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to "
+     "shutdown with signal 9 rank=1", "1", -9),
+    ("2024-08-11T09:36:31.932556Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to "
+     "shutdown with signal 11", None, -11),
+    # PaddlePaddle's launcher (Container.__str__)
+    ("Container rank 2 status failed cmd ['/usr/bin/python3', '-u', 'tools/train.py'] code -9 log log/workerlog.2",
+     "2", -9),
+])
+def test_more_launchers_exit_lines(line, worker, code):
+    from sigclass.text.workers import exits_in_line
+
+    assert [(e.worker, e.code) for e in exits_in_line(line, 1, None)] == [(worker, code)]
+
+
+@pytest.mark.parametrize("line, worker", [
+    ("[pod/pytorchjob-worker-3/pytorch] RuntimeError: CUDA error: an illegal memory access was encountered",
+     "pytorchjob-worker-3"),
+    ("trainer-2  | RuntimeError: CUDA error: an illegal memory access was encountered", "trainer-2"),
+])
+def test_kubectl_and_compose_prefixes_name_the_replica(line, worker):
+    from sigclass.text.lines import split_line
+
+    assert split_line(line).worker == worker
+
+
+def test_compose_column_before_a_process_prefix_is_read_past():
+    from sigclass.text.lines import split_line
+
+    assert split_line("vllm-1  | (EngineCore_DP0 pid=5) ERROR 07-15 21:01:01 [core.py:1240] x").stream.kind == \
+        "EngineCore_DP0"
+
+
+def test_a_table_row_is_not_a_compose_column():
+    from sigclass.text.lines import split_line
+
+    assert split_line("| rank | exitcode |").worker is None

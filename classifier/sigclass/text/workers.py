@@ -52,6 +52,8 @@ _IN_MESSAGE = (
     r"\[(?:PG [^\]]{0,60}?)?(?i:Rank) (?P<w>\d+)\]",
     # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
     r"--local[_-]rank[= ]'?(?P<w>\d+)",
+    # text-generation-inference's launcher: `Shard 1 failed to start`, `Shard 0 crashed`
+    r"\bShard (?P<w>\d+) (?:failed to start|crashed)",
     # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
     r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)",
     # Xoscar (Xinference's actor pool) relays a remote actor's error with its address and pid:
@@ -173,6 +175,11 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"pdsh@[\w.-]+: (?P<w>[\w.-]+): ssh exited with exit code (?P<code>\d+)"),
     # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
     re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
+    # text-generation-inference's shard manager: `Shard process was signaled to shutdown with signal 9 rank=1` (the
+    # tracing span's fields follow the message)
+    re.compile(r"Shard process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
+    # PaddlePaddle's launcher: `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0`
+    re.compile(r"Container rank (?P<w>\d+) status failed cmd .*? code (?P<code>-?\d+) log "),
     # MPICH's (Hydra's) closing word on a process a signal ended: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
     # Killed (signal 9)` (no rank: the table above names the pid and host)
     re.compile(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<signum>\d+)\)"),
@@ -202,6 +209,7 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
                 r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: "
+                r"|signaled to shutdown with signal |Container rank [0-9]+ status failed "
                 r"|TERMINATED WITH THE EXIT STRING: ")
 
 
