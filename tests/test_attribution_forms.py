@@ -221,3 +221,45 @@ def test_a_table_row_is_not_a_compose_column():
     from sigclass.text.lines import split_line
 
     assert split_line("| rank | exitcode |").worker is None
+
+
+# --------------------------------------------------------------------------- a launcher's teardown
+
+SRUN_LABELLED_RANK3 = [
+    "3: Traceback (most recent call last):",
+    '3:   File "train.py", line 12, in <module>',
+    "3:     cfg = load(args.config)",
+    "3: FileNotFoundError: [Errno 2] No such file or directory: 'cfg.yaml'",
+]
+SRUN_REPORTS = [
+    "srun: error: gpu-node-1: task 3: Exited with exit code 1",
+    "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+    "srun: error: gpu-node-1: tasks 0-2: Killed",
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([SRUN_LABELLED_RANK3, SRUN_REPORTS]))
+def test_tasks_srun_kills_after_a_failed_task_are_its_teardown(lines):
+    v = sigclass.classify("\n".join(lines) + "\n").verdict
+    assert (v.cause.family, v.cause.worker) == ("unknown", "3")
+    assert {(x.family, x.worker) for x in v.victims} >= {("process-killed-by-signal", w) for w in "012"}
+
+
+def test_srun_out_of_memory_after_a_failed_task_stays_a_fault_of_its_own():
+    text = ("srun: error: gpu-node-1: task 3: Exited with exit code 1\n"
+            "srun: error: gpu-node-2: task 5: Out Of Memory\n")
+    v = sigclass.classify(text).verdict
+    assert (v.cause.family, v.cause.worker) == ("host-oom-killed", "5")
+
+
+def test_hydra_kills_after_a_failed_rank_are_its_cleanup():
+    block = ("===================================================================================\n"
+             "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+             "=   RANK {r} PID 24473{r} RUNNING AT node0009\n"
+             "=   {what}\n"
+             "===================================================================================\n")
+    text = block.format(r=2, what="EXIT CODE: 1") + "".join(block.format(r=r, what="KILLED BY SIGNAL: 9 (Killed)")
+                                                           for r in (0, 1, 3))
+    v = sigclass.classify(text).verdict
+    assert (v.cause.family, v.cause.worker) == ("unknown", "2")

@@ -183,7 +183,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                            _process_of(f.stream, worker), helper=helper))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
     # family implies, else the one worker the launcher saw fail
-    failed = sorted({norm_worker(e.worker) for e in exits if e.worker is not None and e.code not in _NOT_FAILED})
+    teardown = _teardown(exits)
+    failed = sorted({norm_worker(e.worker) for e in exits
+                     if e.worker is not None and e.code not in _NOT_FAILED and e.line not in teardown})
     # several failed: the one the launcher saw fail first (evidence, not truth, but all there is for these lines)
     first_seen = {norm_worker(e.worker) for e in exits
                   if e.worker is not None and e.code not in _NOT_FAILED and FIRST_OBSERVED.search(e.text)}
@@ -208,6 +210,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         fam = family_of_exit(e.code)
         if fam is None:
             fam, tier = UNKNOWN, TIER_EXITED
+        elif e.line in teardown:
+            fam, tier = "process-killed-by-signal", TIER_REPORT  # killed by its launcher, after another failed
         elif fam in _STOPPED:
             tier = TIER_STOPPED if _SIGNAL_WORDS.search(e.text) else TIER_REPORT
         else:
@@ -261,6 +265,26 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
 
 
 _NOT_FAILED = (None, 0, -15, -2, -1)  # no exit code, success, or stopped from outside
+
+# launchers that report their tasks' ends as they happen (srun's `task 3: Exited with exit code 1` and then
+# `tasks 0-2: Killed`; Hydra's BAD TERMINATION blocks, one a process): their order is time order
+_IN_TIME_ORDER = re.compile(r"srun: error: |^=\s+(?:KILLED BY SIGNAL|EXIT CODE): ")
+
+
+def _teardown(exits: Sequence[Exit]) -> set[int]:
+    """The lines of kills a launcher reports after it already reported a failed task: srun and Hydra kill the
+    remaining tasks when one fails (`--kill-on-bad-exit`, Hydra's cleanup), so a later SIGKILL or SIGTERM with no
+    word of memory is the teardown, not a fault of its own (srun says `Out Of Memory` for the cgroup's kills)."""
+    out: set[int] = set()
+    failed_before = False
+    for e in sorted(exits, key=lambda e: e.line):
+        if not _IN_TIME_ORDER.search(e.text):
+            continue
+        if failed_before and e.code in (-9, -15) and not _KERNEL_OOM.search(e.text):
+            out.add(e.line)
+        if e.code not in _NOT_FAILED:
+            failed_before = True
+    return out
 
 
 def family_of_exit_codes(family: str) -> tuple[int, ...]:
