@@ -202,25 +202,11 @@ def test_more_launchers_exit_lines(line, worker, code):
 @pytest.mark.parametrize("line, worker", [
     ("[pod/pytorchjob-worker-3/pytorch] RuntimeError: CUDA error: an illegal memory access was encountered",
      "pytorchjob-worker-3"),
-    ("trainer-2  | RuntimeError: CUDA error: an illegal memory access was encountered", "trainer-2"),
 ])
-def test_kubectl_and_compose_prefixes_name_the_replica(line, worker):
+def test_kubectl_prefix_names_the_pod(line, worker):
     from sigclass.text.lines import split_line
 
     assert split_line(line).worker == worker
-
-
-def test_compose_column_before_a_process_prefix_is_read_past():
-    from sigclass.text.lines import split_line
-
-    assert split_line("vllm-1  | (EngineCore_DP0 pid=5) ERROR 07-15 21:01:01 [core.py:1240] x").stream.kind == \
-        "EngineCore_DP0"
-
-
-def test_a_table_row_is_not_a_compose_column():
-    from sigclass.text.lines import split_line
-
-    assert split_line("| rank | exitcode |").worker is None
 
 
 # --------------------------------------------------------------------------- a launcher's teardown
