@@ -249,3 +249,30 @@ def test_hydra_kills_after_a_failed_rank_are_its_cleanup():
                                                            for r in (0, 1, 3))
     v = sigclass.classify(text).verdict
     assert (v.cause.family, v.cause.worker) == ("unknown", "2")
+
+
+# --------------------------------------------------------------------------- a root printed without a prefix
+
+TORCHRUN_UNPREFIXED_ROOT = [
+    "W1120 14:47:20.551000 7710 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 7788 closing "
+    "signal SIGTERM",
+    "Traceback (most recent call last):",
+    '  File "/w/train.py", line 30, in <module>',
+    '    ids = batch["input_ids"]',
+    "KeyError: 'input_ids'",
+    "E1120 14:47:21.000000 7710 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: "
+    "0 (pid: 7787) of binary: /usr/bin/python",
+]
+WATCHDOG_RANK1 = [
+    "[rank1]:[E1120 14:47:16.100000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
+    "600012 milliseconds before timing out.",
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([TORCHRUN_UNPREFIXED_ROOT, WATCHDOG_RANK1]))
+def test_a_traceback_after_the_launcher_s_sigterm_line_is_a_worker_s_root(lines):
+    # torchelastic's SIGTERM line raises nothing: the unprefixed traceback after it is the failed rank's own, and
+    # the launcher's teardown line does not make it a part of the shutdown
+    assert _cause("\n".join(lines) + "\n") == ("unknown", "0")

@@ -231,16 +231,32 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     if not cands:
         return Verdict(source, None)
     # within one worker, the order of its own lines is the order of time: a weak failure (no family, or an
-    # NCCL error) after that worker's own victim-family line is part of the same cascade, never above it
+    # NCCL error) after that worker's own victim-family line is part of the same cascade, never above it. A
+    # launcher's words (its teardown, its report of an exit) are not the worker's own lines, and lines without a
+    # worker prefix in a log that names workers come from several processes (the launcher's, a rank printing
+    # unprefixed): neither says anything of one worker's order. A stop signal the launcher itself received (an
+    # unprefixed `Received 2 death signal, shutting down workers`) stops every worker: what fails after it, anywhere,
+    # is the shutdown
     floor: dict[str | None, int] = {}
+    everyone: int | None = None
+    several = any(c.worker is not None for c in cands)
+    weak = (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN)
     for c in sorted(cands, key=lambda c: c.line):
-        c.ordinal = per_worker.get(c.worker, 0)
+        launcher = c.tier in (TIER_REPORT, TIER_EXITED)
+        c.ordinal = 0 if launcher else per_worker.get(c.worker, 0)
         if c.tier == TIER_DIRECT:
             c.first = c.line  # a launcher's summary lists workers in its own order (torchelastic's root cause last)
-        per_worker[c.worker] = c.ordinal + 1
-        if c.tier in (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN) and c.process in floor:
+        if not launcher:
+            per_worker[c.worker] = c.ordinal + 1
+        if c.tier in weak and everyone is not None:
+            c.tier = min(c.tier, everyone)
+        if c.process is None and several:
+            if c.tier == TIER_STOPPED:
+                everyone = c.tier
+            continue
+        if c.tier in weak and c.process in floor:
             c.tier = min(c.tier, floor[c.process])
-        if c.tier <= TIER_SECONDARY:
+        if c.tier in (TIER_SECONDARY, TIER_STOPPED):
             floor[c.process] = min(floor.get(c.process, c.tier), c.tier)
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]

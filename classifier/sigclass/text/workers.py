@@ -213,6 +213,11 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|TERMINATED WITH THE EXIT STRING: ")
 
 
+# a launcher stopping the siblings of a failed worker (torchelastic's `Sending process 7788 closing signal SIGTERM`,
+# DeepSpeed's `Killing subprocess 7788`): it raises nothing itself, so a traceback printed next is another process's
+TEARDOWN = re.compile(r"closing signal SIG[A-Z]+|Killing subprocess \d+")
+
+
 def rank_of_row(m: re.Match[str]) -> str | None:
     """The worker a TABLE_RANK row names (None: a row that names none, which ends the previous row's)."""
     w = m["w"] or m["mpi"] or m["hydra"]
