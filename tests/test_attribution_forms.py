@@ -276,3 +276,14 @@ def test_a_traceback_after_the_launcher_s_sigterm_line_is_a_worker_s_root(lines)
     # torchelastic's SIGTERM line raises nothing: the unprefixed traceback after it is the failed rank's own, and
     # the launcher's teardown line does not make it a part of the shutdown
     assert _cause("\n".join(lines) + "\n") == ("unknown", "0")
+
+
+UNPREFIXED_WATCHDOG = WATCHDOG_RANK1[0].removeprefix("[rank1]:")
+UNPREFIXED_KEYERROR = TORCHRUN_UNPREFIXED_ROOT[1:5]
+
+
+@pytest.mark.parametrize("lines", [[UNPREFIXED_WATCHDOG, *UNPREFIXED_KEYERROR], [*UNPREFIXED_KEYERROR, UNPREFIXED_WATCHDOG]])
+def test_a_traceback_after_a_cpp_watchdog_record_is_another_process_s(lines):
+    # ProcessGroupNCCL's glog record is followed by C++ frames, never by a Python traceback: with no prefixes
+    # (torchrun without --tee) the traceback next to it is the rank that failed, not the watchdog's
+    assert _cause("\n".join(lines) + "\n")[0] == "unknown"

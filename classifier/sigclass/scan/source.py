@@ -23,7 +23,7 @@ from sigclass.scan.triggers import (
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
-from sigclass.text.workers import Exit, TEARDOWN, worker_in_text
+from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
 from sigclass.vocab import MarkerKind, Method, Role, SignatureMode, Status, UNKNOWN
 from sigclass.text.prefixes import Stream
 
@@ -315,8 +315,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 blk.phase = "frames"
                 return True
             if blk.kind != "tb":  # `ERROR ... failed: X` (or kernel assertion lines) then its traceback: one failure
-                if TEARDOWN.search(blk.lines[0][1].body):
-                    return False  # a launcher stopping a worker raises nothing: the traceback is another process's
+                if RAISES_NO_TRACEBACK.search(blk.lines[0][1].content):
+                    return False  # a launcher's teardown or a C++ record: the traceback is another process's
                 blk.kind, blk.phase = "tb", "frames"
                 return True
             if blk.kind == "tb" and blk.phase == "chain_wait":
