@@ -286,3 +286,34 @@ def test_a_traceback_after_a_cpp_watchdog_record_is_another_process_s():
     # ProcessGroupNCCL's glog record is followed by C++ frames, never by a Python traceback: with no prefixes
     # (torchrun without --tee) the traceback next to it is the rank that failed, not the watchdog's
     assert _cause("\n".join([UNPREFIXED_WATCHDOG, *UNPREFIXED_KEYERROR]) + "\n")[0] == "unknown"
+
+
+def test_the_launcher_s_own_signal_exception_after_its_sigterm_lines_stays_the_stop():
+    # torchelastic told to stop: it stops its workers and raises its own SignalException (its traceback follows)
+    text = "\n".join([
+        "W0227 21:35:32.106000 140 torch/distributed/elastic/agent/server/api.py:723] Received 15 death signal, "
+        "shutting down workers",
+        "W0227 21:35:32.106000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 165 closing "
+        "signal SIGTERM",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 62, '
+        "in _terminate_process_handler",
+        "    raise SignalException(f\"Process {os.getpid()} got signal: {sigval}\", sigval=sigval)",
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 140 got signal: 15",
+    ]) + "\n"
+    assert _cause(text)[0] == "process-killed-by-signal"
+
+
+# --------------------------------------------------------------------------- pdsh's bare host names
+
+@pytest.mark.parametrize("line, worker", [
+    ("gpu1504: [2023-03-24 10:26:51,118] [INFO] [launch.py:142:main] WORLD INFO DICT: {'gpu1504': [0]}", "gpu1504"),
+    ("node01: Traceback (most recent call last):", "node01"),
+    ("python3: can't open file '/w/train.py': [Errno 2] No such file or directory", None),
+    ("step100: loss 3.2514", None),
+    ("node01: [rank3]: Traceback (most recent call last):", "3"),
+])
+def test_a_bare_host_name_before_a_line_is_pdsh_s(line, worker):
+    from sigclass.text.lines import split_line
+
+    assert split_line(line).worker == worker

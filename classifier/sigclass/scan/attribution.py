@@ -127,6 +127,19 @@ def _process_of(stream: Stream | None, worker: str | None) -> str | None:
     return worker
 
 
+def _after_teardown(f: Finding, block: Sequence[str]) -> list[_Cand]:
+    """A launcher's teardown line (`Sending process 7788 closing signal SIGTERM`) runs on into the unprefixed
+    traceback printed after it, which is the launcher's own only when it says so (its SignalException, its
+    ChildFailedError): an error of another kind there is a worker's, printed without its prefix."""
+    for i, ln in enumerate(block[1:], 1):
+        if _ERROR_LINE.search(ln) and not (_SIGNAL_WORDS.search(ln) or _LAUNCHER_REPORT.search(ln)
+                                           or _VICTIM_WORDS.search(ln) or _is_summary([ln])):
+            tail = list(block[i:i + 5])
+            return [_Cand(UNKNOWN, norm_worker(worker_in_text(tail)), f.line + i, fingerprint([UNKNOWN, ln.strip()]),
+                          0.0, TIER_UNKNOWN, None, f.time, 0, CauseBasis.OWN_LINES, None)]
+    return []
+
+
 def _is_summary(lines: Iterable[str]) -> bool:
     return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
 
@@ -181,6 +194,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
                            _process_of(f.stream, worker), helper=helper))
+        if f.family in _STOPPED and f.stream is None:
+            cands.extend(_after_teardown(f, whole))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
     # family implies, else the one worker the launcher saw fail
     teardown = _teardown(exits)

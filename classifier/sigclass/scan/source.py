@@ -316,7 +316,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 return True
             if blk.kind != "tb":  # `ERROR ... failed: X` (or kernel assertion lines) then its traceback: one failure
                 if RAISES_NO_TRACEBACK.search(blk.lines[0][1].content):
-                    return False  # a launcher's teardown or a C++ record: the traceback is another process's
+                    return False  # a C++ record: the traceback is another process's
                 blk.kind, blk.phase = "tb", "frames"
                 return True
             if blk.kind == "tb" and blk.phase == "chain_wait":

@@ -52,6 +52,12 @@ PREFIXES: tuple[Prefix, ...] = (
     # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins)
     Prefix("host", r"(?P<w>(?![Ss]hard-\d)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++"
                    r"|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
+    # ... and a bare host name of letters then digits (`gpu1504: `, `node01: `, Slurm's and pdsh's usual names): not a
+    # program's own name before its message (`python3: can't open file`, `pip3: `) nor a word a log counts with
+    # (`step100: `, `epoch3: `, `rank0: `), and not a word in capitals (`ERROR1: `)
+    Prefix("host", r"(?P<w>(?!(?:python|pip|bash|sh|zsh|perl|ruby|java|gcc|nvcc|cuda|rank|step|epoch|iter|layer"
+                   r"|stage|block|line|shard|http|https|tcp|udp|test|case|job|task|loss|lr|gpt|llama|qwen|t5|bert)\d)"
+                   r"[a-z][a-z]{1,15}\d{1,5}): (?!\d)", None),
 )
 
 # What may stand before a rank prefix, and is read past: a timestamp (`2024-11-20 14:37:16 [rank3]: `), the

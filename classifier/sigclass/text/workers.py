@@ -213,12 +213,11 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|TERMINATED WITH THE EXIT STRING: ")
 
 
-# lines after which a Python traceback is never their own: a launcher stopping the siblings of a failed worker
-# (torchelastic's `Sending process 7788 closing signal SIGTERM`, DeepSpeed's `Killing subprocess 7788`) raises
-# nothing itself, and a C++ glog record (`[E1120 14:47:16.100 ProcessGroupNCCL.cpp:616] ...`, the watchdog's) is
-# followed by C++ frames, not by a Python traceback: a traceback printed next is another process's
-RAISES_NO_TRACEBACK = re.compile(r"closing signal SIG[A-Z]+|Killing subprocess \d+"
-                                 r"|^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w/.-]+\.(?:cpp|cc|cu|cxx|h|hpp):\d+\]")
+# a line after which a Python traceback is never its own: a C++ glog record (`[E1120 14:47:16.100
+# ProcessGroupNCCL.cpp:616] ...`, the watchdog's) is followed by C++ frames, not by a Python traceback, so a traceback
+# printed next is another process's (a launcher's teardown line is not one: torchelastic raises its own
+# SignalException right after `Sending process N closing signal SIGTERM` when it was told to stop)
+RAISES_NO_TRACEBACK = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w/.-]+\.(?:cpp|cc|cu|cxx|h|hpp):\d+\]")
 
 
 def rank_of_row(m: re.Match[str]) -> str | None:
