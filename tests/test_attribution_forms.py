@@ -317,3 +317,31 @@ def test_a_bare_host_name_before_a_line_is_pdsh_s(line, worker):
     from sigclass.text.lines import split_line
 
     assert split_line(line).worker == worker
+
+
+# --------------------------------------------------------------------------- a stop from outside and its victims
+
+AGENT_STOPPED = [
+    "W0616 16:14:04.056000 3791882 site-packages/torch/distributed/elastic/agent/server/api.py:739] Received 2 death "
+    "signal, shutting down workers",
+    "W0616 16:14:04.059000 3791882 site-packages/torch/distributed/elastic/multiprocessing/api.py:1012] Sending "
+    "process 3792016 closing signal SIGINT",
+]
+ENGINE_DEAD_AFTER = [
+    "(APIServer pid=3792016) ERROR 06-16 16:14:05 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+]
+
+
+def test_a_victim_printed_after_the_launcher_was_told_to_stop_is_the_stop_s():
+    v = sigclass.classify("\n".join(AGENT_STOPPED + ENGINE_DEAD_AFTER) + "\n").verdict
+    assert v.cause.family == "process-killed-by-signal"
+
+
+def test_a_watchdog_that_began_waiting_before_the_stop_is_not_its_victim():
+    # ran for 600012 ms: it began waiting ten minutes before Ctrl-C (the hang is why the run was stopped)
+    watchdog = ("[rank1]:[E0616 16:14:05.100000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+                "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+                "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+    v = sigclass.classify("\n".join(AGENT_STOPPED + [watchdog]) + "\n").verdict
+    assert (v.cause.family, v.cause.worker) == ("nccl-watchdog-timeout", "1")

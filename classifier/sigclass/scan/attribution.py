@@ -45,8 +45,9 @@ _KERNEL_OOM = re.compile(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|ki
 
 TIER_DIRECT, TIER_SUMMARY, TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN, TIER_SECONDARY, TIER_STOPPED, TIER_EXITED, TIER_REPORT = (
     60, 50, 40, 30, 15, 20, 10, 5, 0)
+_UNDER_STOP = TIER_STOPPED - 1  # what fails after a stop signal: its victim, ranked just below it
 # how sure the verdict is of a cause, by what showed it (a direct fault keeps its own confidence)
-_SURE = {TIER_UNKNOWN: 0.5, TIER_NCCL: 0.6, TIER_UNSEEN: 0.35, TIER_SECONDARY: 0.4, TIER_STOPPED: 0.3, TIER_EXITED: 0.3,
+_SURE = {_UNDER_STOP: 0.3, TIER_UNKNOWN: 0.5, TIER_NCCL: 0.6, TIER_UNSEEN: 0.35, TIER_SECONDARY: 0.4, TIER_STOPPED: 0.3, TIER_EXITED: 0.3,
          TIER_REPORT: 0.2}
 # a stop signal from outside (a scheduler, a user, an agent told to stop); a launcher tearing down the siblings of
 # a failed child (`Killing subprocess N`, `Sending process N closing signal SIGTERM`) or its ChildFailedError
@@ -98,6 +99,11 @@ class _Cand:
     def key(self) -> tuple:
         return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
                 _worker_key(self.worker), self.family, self.fingerprint)
+
+
+def _before(c: _Cand, stop: _Cand) -> bool:
+    """Whether c's own time says it began before the stop was printed (both timestamps of the log's clock)."""
+    return c.began is not None and stop.time is not None and c.began < stop.time
 
 
 def _worker_key(w: str | None) -> tuple:
@@ -252,8 +258,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     # unprefixed): neither says anything of one worker's order. A stop signal the launcher itself received (an
     # unprefixed `Received 2 death signal, shutting down workers`) stops every worker: what fails after it, anywhere,
     # is the shutdown
-    floor: dict[str | None, int] = {}
-    everyone: int | None = None
+    floor: dict[str | None, _Cand] = {}
+    everyone: _Cand | None = None
     several = any(c.worker is not None for c in cands)
     weak = (TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN)
     for c in sorted(cands, key=lambda c: c.line):
@@ -263,16 +269,21 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.first = c.line  # a launcher's summary lists workers in its own order (torchelastic's root cause last)
         if not launcher:
             per_worker[c.worker] = c.ordinal + 1
-        if c.tier in weak and everyone is not None:
-            c.tier = min(c.tier, everyone)
+        # (a victim whose own time says it began before the stop, a watchdog that waited ten minutes, is not one)
+        if everyone is not None and (c.tier in weak or c.tier == TIER_SECONDARY) and not _before(c, everyone):
+            c.tier = _UNDER_STOP  # a victim of the stop (a watchdog, a dead engine included)
         if c.process is None and several:
-            if c.tier == TIER_STOPPED:
-                everyone = c.tier
+            if c.tier == TIER_STOPPED and everyone is None:
+                everyone = c
             continue
-        if c.tier in weak and c.process in floor:
-            c.tier = min(c.tier, floor[c.process])
-        if c.tier in (TIER_SECONDARY, TIER_STOPPED):
-            floor[c.process] = min(floor.get(c.process, c.tier), c.tier)
+        below = floor.get(c.process)
+        if below is not None and (c.tier in weak or (c.tier == TIER_SECONDARY and below.tier == TIER_STOPPED
+                                                      and not _before(c, below))):
+            # a weak failure after the worker's own victim line; anything a victim says after the worker was
+            # told to stop
+            c.tier = min(c.tier, below.tier) if below.tier != TIER_STOPPED else _UNDER_STOP
+        if c.tier in (TIER_SECONDARY, TIER_STOPPED) and (below is None or c.tier < below.tier):
+            floor[c.process] = c
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]
     cause = Cause(top.family, top.worker, top.line, top.fingerprint, _confidence(top, kernel_oom), top.time, top.basis)
