@@ -69,7 +69,7 @@ _VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchd
                            r"|death signal|got signal: \d+|SignalException"
                            r"|Horovod has been shut down|caused by an exception on one of the ranks"
                            r"|[Pp]lease check rank \d+ logs for faulty rank|got error: Connection reset by peer"
-                           r"|Connection closed by peer|Connection reset by peer|Broken pipe|communicator was aborted"
+                           r"|Connection closed by peer \[|communicator was aborted"
                            r"|(?i:see root cause above|for the root cause)|Received sigquit from a child")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 _LAUNCHER_REPORT = re.compile(r"returned non-zero exit status \d+|ChildFailedError")
