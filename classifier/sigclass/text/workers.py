@@ -177,7 +177,8 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
     # text-generation-inference's shard manager: `Shard process was signaled to shutdown with signal 9 rank=1` (the
     # tracing span's fields follow the message)
-    re.compile(r"Shard process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
+    # (and its weight download process before: `Download process was signaled to shutdown with signal 7`)
+    re.compile(r"(?:Shard|Download) process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
     # PaddlePaddle's launcher: `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0`
     re.compile(r"Container rank (?P<w>\d+) status failed cmd .*? code (?P<code>-?\d+) log "),
     # MPICH's (Hydra's) closing word on a process a signal ended: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
@@ -209,7 +210,7 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|^ *exitcode *: -?[0-9]+ \(pid|^ *rank *: [0-9]+ \(local_rank|RayWorkerProc rank=\[[0-9]+"
                 r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: "
-                r"|signaled to shutdown with signal |Container rank [0-9]+ status failed "
+                r"|process was signaled to shutdown with signal |Container rank [0-9]+ status failed "
                 r"|TERMINATED WITH THE EXIT STRING: ")
 
 
