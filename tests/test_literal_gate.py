@@ -100,7 +100,7 @@ def _worker_plain(lines: list[str]) -> str | None:
         for ln in lines:
             m = rx.search(ln)
             if m:
-                return workers.number_id(m["w"])
+                return workers._worker_id(m["w"])  # SGLang names its ranks as printed (`DP1 TP3`)
     return None
 
 
