@@ -272,7 +272,7 @@ class Recent:
 
     def after(self, pids: set[int], worker: str | None, line: int, until: int | None = None) -> int:
         """How many of the recent lines of any of the patterns, from the worker, lie below a line (and above
-        `until`)."""
-        return sum(1 for pid in pids for e in self.rings.get(pid, ())
-                   if line < e.lineno and (until is None or e.lineno < until)
-                   and (e.worker is None or worker is None or e.worker == worker))
+        `until`); a line two patterns match is one line."""
+        return len({e.lineno for pid in pids for e in self.rings.get(pid, ())
+                    if line < e.lineno and (until is None or e.lineno < until)
+                    and (e.worker is None or worker is None or e.worker == worker)})

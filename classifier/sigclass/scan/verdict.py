@@ -8,7 +8,8 @@
   rank) becomes a victim of the first root within LATE_ROOT_LINES below it.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
-  on is `recovered`: shown with that status, not a failure of the run.
+  on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
+  value (one `loss=nan` step that a loss scaler skipped) after which the worker's steps go on.
 
 Nothing already printed is withdrawn: on a live pipe these verdicts reach the final summary and the
 structured outputs, which are written at the end.
@@ -16,6 +17,7 @@ structured outputs, which are written at the end.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable
 
 from sigclass.ledger.pack import Ledger
@@ -38,6 +40,9 @@ LATE_ONLY_IF_TELLING = frozenset({"vllm-engine-dead"})
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
+# a NaN/inf value standing alone in a report line (`loss=nan`, `Loss: -inf`, `"loss": NaN`)
+_NONFINITE = re.compile(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
+
 
 def _error_end(f: Finding) -> int | None:
     """The line of the finding's last traceback or exception line (a block may run on over later lines), or None
@@ -48,6 +53,14 @@ def _error_end(f: Finding) -> int | None:
             last = i
     # a JSON-lines record's message is one line number however many lines it holds
     return None if last is None else min(f.line + last, max(f.end_line, f.line))
+
+
+def _value_report_end(f: Finding) -> int | None:
+    """The line of a finding that is one step's report of a non-finite value (a match on its first line, no
+    over-time rule, no error line in its block): steps that go on after it make it a step the run stepped over."""
+    if f.facts.get("over_time_rule") or not f.block or not _NONFINITE.search(f.block[0]):
+        return None
+    return f.line
 
 
 def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
@@ -135,6 +148,8 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
         if f.role == Role.SECONDARY:
             continue
         end = _error_end(f)
+        if end is None:
+            end = _value_report_end(f)
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:

@@ -1,0 +1,76 @@
+"""A step the run stepped over: one non-finite step report with the worker's steps going on after it is
+`recovered`, and the fp16 loss scalers' warm-up forms, followed by finite losses, are no finding at all."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+LIGHTNING_SKIPPED = (
+    "Epoch 0:   1%|          | 10/1000 [00:01<01:39,  9.98it/s, v_num=0, train_loss_step=nan]\n"
+    "Epoch 0:   2%|▏         | 20/1000 [00:02<01:38,  9.98it/s, v_num=0, train_loss_step=2.310]\n"
+    "Epoch 0:   3%|▎         | 30/1000 [00:03<01:37,  9.98it/s, v_num=0, train_loss_step=2.120]\n"
+)
+NANOGPT_SKIPPED = (
+    "iter 0: loss nan, time 1000.00ms, mfu -100.00%\n"
+    "iter 10: loss 9.8000, time 120.00ms, mfu 30.00%\n"
+    "iter 20: loss 8.1000, time 120.00ms, mfu 30.00%\n"
+)
+
+
+def _statuses(scanner, text: str) -> list[tuple[str, str]]:
+    return [(f.family, str(f.status)) for f in scanner.scan_text(text).findings]
+
+
+def test_one_nan_step_the_steps_outlive_is_recovered(scanner):
+    for text in (LIGHTNING_SKIPPED, NANOGPT_SKIPPED):
+        assert _statuses(scanner, text) == [("nan-loss", "recovered")], text
+
+
+def test_a_nan_step_with_no_finite_step_after_it_stays_a_failure(scanner):
+    one_after = LIGHTNING_SKIPPED.rsplit("Epoch 0:", 1)[0]  # one finite step after the NaN is not enough
+    assert _statuses(scanner, one_after) == [("nan-loss", "active")]
+    persisting = NANOGPT_SKIPPED.split("\n")[0] + "\n" + "iter 10: loss nan, time 120.00ms, mfu 30.00%\n" * 3
+    assert all(s == "active" for fam, s in _statuses(scanner, persisting) if fam == "nan-loss")
+    assert _statuses(scanner, persisting)
+
+
+def test_a_kill_is_not_stepped_over(scanner):
+    text = "Epoch 0:   1%|          | 10/1000 [00:01<01:39,  9.98it/s, v_num=0, train_loss_step=2.4]\nKilled\n"
+    text += LIGHTNING_SKIPPED.split("\n", 1)[1]
+    assert ("host-oom-killed", "active") in _statuses(scanner, text)
+
+
+def _exit_status(text: str) -> int:
+    """`... | sigclass scan`'s exit status."""
+    return subprocess.run([sys.executable, "-m", "sigclass", "scan", "--signatures", "regex"], input=text.encode(),
+                          capture_output=True, timeout=120).returncode
+
+
+def test_a_stepped_over_nan_is_not_a_failure_of_the_scan():
+    assert _exit_status(LIGHTNING_SKIPPED) == 0
+    assert _exit_status(LIGHTNING_SKIPPED.split("\n")[0] + "\n") == 1
+
+
+def _then_finite(lines: list[str]) -> str:
+    return "".join(x + "\n" for x in lines) + "".join(
+        f"{{'loss': {2.3 - i / 100:.4f}, 'learning_rate': 1e-05, 'epoch': 0.{i + 1:02d}}}\n" for i in range(3))
+
+
+def test_fp16_warm_up_forms_followed_by_finite_losses_are_no_finding(scanner):
+    warm_ups = {
+        "apex": [f"Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {2.0 ** k}" for k in
+                 range(15, 10, -1)],
+        "deepspeed": [f"[2024-05-01 10:00:0{i},000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+                      f"Rank 0 Skipping step. Attempted loss scale: {2 ** (32 - i)}, reducing to {2 ** (31 - i)}"
+                      for i in range(6)],
+        "deepspeed-hysteresis": ["[2024-05-01 10:00:00,000] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] "
+                                 "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. "
+                                 "Reducing hysteresis to 1"],
+        "fairseq": [f"2022-05-01 10:00:00 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring "
+                    f"gradient, setting loss scale to: {2.0 ** k}" for k in range(6, 2, -1)],
+        "colossalai": ["[05/14/24 08:00:00] INFO     colossalai - colossalai - INFO: Found overflow. Skip step"] * 16,
+        "hf-one-nan-grad-norm": ["{'loss': 2.4012, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.00}"],
+    }
+    for name, lines in warm_ups.items():
+        assert not scanner.scan_text(_then_finite(lines)).findings, name
