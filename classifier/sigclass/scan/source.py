@@ -16,10 +16,11 @@ from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan import exitnoise
 from sigclass.scan.reader import SourceState
+from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, GAP_AFTER_EXC, GAP_LINES,
-    LIVE_QUIET,
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT, G_SHAPE,
+    GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
     MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
@@ -65,6 +66,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.held: list[Finding] = []  # a line that is noise at a normal exit, until the source ends or goes on failing
         self.quieted: list[Finding] = []  # ... and those the source's end showed to be noise
         self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
+        self.reports: list[Report] = []  # words that something failed, for the end of the source (scan/shapes.py)
         self.table_rank: str | None = None  # the rank row of a ChildFailedError table, for its exitcode row
         self._lo = 0  # where the current span starts: look-backs stop there
         self._hits: dict[int, set[int]] = {}
@@ -172,6 +174,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 self.quieted.append(f)
             else:
                 self._out(f)
+        emit_reports(self)
         settle(self.findings, self.sc.ledger, self._progress_in_unit)
 
     def _progress_in_unit(self, worker: str | None, line: int) -> int:
@@ -194,6 +197,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self._cur = (buf, ls, ln)  # for time_of: timestamps are parsed only where a record needs one
         if pids:
             self._side_hits(ln, lineno, pids)
+            if G_REPORT in pids:
+                rep = report_of(ln, lineno, self._cur_time())
+                if rep is not None:
+                    self.reports.append(rep)
             if G_MARK in pids and self.markers and self.markers[-1].line == lineno \
                     and self.markers[-1].kind == MarkerKind.START:
                 self._new_unit(ln.stream, ln.worker)
@@ -235,6 +242,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if p in BLOCK_STARTERS:
                 if p == G_EXC and not EXC_LINE.match(ln.body.lstrip()):
                     continue
+                if p == G_SHAPE and not starts_fault(ln):
+                    continue
                 return True
             if p in self.sc.any_family and p not in self.sc.counted:
                 return True
@@ -252,7 +261,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                      self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
         blk.own_time = bool(ln.time_override) or parse_time(ln.content, self.year) is not None
         blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
-            G_EXC in pids and bool(EXC_LINE.match(body.lstrip())))
+            G_EXC in pids and bool(EXC_LINE.match(body.lstrip()))) or (G_SHAPE in pids and starts_fault(ln))
         if kind != "tb":
             # a headless traceback: take the frame lines just above the exception line
             above = self._frames_above(buf, ls, ln, lineno)
@@ -401,6 +410,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if not blk.shaped:
             return
         ev = exception_lines(bodies)
+        if G_SHAPE in blk.pids:
+            ev = fault_lines(texts, ev)
         f = Finding(
             family=UNKNOWN, title="Failure no signature explains", role=Role.ROOT, status=Status.UNKNOWN,
             confidence=0.0, method=Method.NONE, source=self.state.name, line=blk.start, end_line=end_line,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from sigclass.scan.shapes import FAULT_TRIGGER, REPORT_TRIGGER
 from sigclass.text.workers import EXIT_TRIGGER
 
 
@@ -20,7 +21,7 @@ MAX_MSG_LINES = 12  # continuation lines after an exception line
 # Generic triggers: ids above the ledger's pattern ids.
 G_BASE = 1 << 20
 
-G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV, G_EXIT = range(G_BASE, G_BASE + 8)
+G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV, G_EXIT, G_SHAPE, G_REPORT = range(G_BASE, G_BASE + 10)
 
 GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
@@ -42,10 +43,12 @@ GENERIC = {
     G_MARK: r"[Ss]hard[ =_-]?[0-9]+",
     G_KV: r"(?:worker|rank|gpu)=[A-Za-z0-9_.-]+",
     G_EXIT: EXIT_TRIGGER,  # a launcher's word that a worker ended, and how (text/workers.py)
+    G_SHAPE: FAULT_TRIGGER,  # a failure printed without a Python traceback (scan/shapes.py)
+    G_REPORT: REPORT_TRIGGER,  # a word that something failed, kept until the source ends (scan/shapes.py)
 }
 
 
-BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT}
+BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_SHAPE}
 
 # a served request logged with its prompt (vLLM's request logger): what the prompt quotes, a traceback
 # included, is the user's text, not a failure of this process; checked only on lines that would start a block

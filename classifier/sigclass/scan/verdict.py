@@ -5,7 +5,9 @@
   at it, with the superseding note as a caveat.
 - Late roots: a sibling stopped from outside (process-killed-by-signal), a dead Ray worker
   (ray-actor-died) or a dead vLLM engine (vllm-engine-dead) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
-  rank) becomes a victim of the first root within LATE_ROOT_LINES below it.
+  rank) becomes a victim of the first root within LATE_ROOT_LINES below it; of the failures no family
+  explains, only a launcher's report of the failed worker (scan/shapes.py) or, after a dead Ray worker, the
+  exception its task raised can be that root.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
@@ -23,6 +25,7 @@ from typing import Callable, Iterable
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
 from sigclass.scan.overtime import quiet_spell
+from sigclass.scan.shapes import is_report, RAY_RELAY
 from sigclass.scan.triggers import EXC_LINE
 from sigclass.text.lines import fingerprint
 from sigclass.vocab import Method, Role, Status, UNKNOWN
@@ -122,7 +125,7 @@ def _late_roots(findings: list[Finding]) -> None:
     for i, f in enumerate(findings):
         if f.family not in LATE_VICTIMS or f.role == Role.SECONDARY:
             continue
-        nxt = next((g for g in findings[i + 1:] if g.family_role == Role.ROOT and g.family != UNKNOWN
+        nxt = next((g for g in findings[i + 1:] if g.family_role == Role.ROOT and _names_root(f, g)
                     and g.role != Role.SECONDARY and _after(f, g) and _telling(f, g)), None)
         if nxt is not None:
             _victim_of(f, nxt)
@@ -135,6 +138,16 @@ def _telling(f: Finding, g: Finding) -> bool:
     if f.family not in LATE_ONLY_IF_TELLING or g.method != Method.LEARNED:
         return True
     return any(EXC_LINE.match(b.lstrip()) for b in g.block)
+
+
+def _names_root(f: Finding, g: Finding) -> bool:
+    """Whether g may be the root a late victim f follows: a family's fault; of the failures no family explains,
+    a launcher's report of the worker that failed (scan/shapes.py), and after a dead Ray worker the error its
+    task raised."""
+    if g.family != UNKNOWN:
+        return True
+    return is_report(g) or (f.family == "ray-actor-died"
+                             and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) for b in g.block))
 
 
 def _after(f: Finding, g: Finding) -> bool:

@@ -1,0 +1,288 @@
+"""Failures printed without a Python traceback: the line shapes that make them `unknown` findings.
+
+Two kinds, each shape with lines it must match and lines it must not (tests/test_shapes.py runs them all):
+
+- fault shapes open a failure block where they are printed, as an exception line does: a C++ `Check failed:`
+  (glog, Ray's RAY_CHECK), a Rust or Go panic, libstdc++'s other `terminate called` lines, Ray's handler of an
+  unhandled C++ exception, the shell's word for a death by SIGABRT / SIGFPE / SIGILL without a core dump,
+  Hydra's compact config errors, an ERROR-level log line that names the exception it caught.
+- report shapes only say that something failed: a launcher's or a tool's non-zero exit (`make: *** ... Error
+  1`, `conda run` failed, `exited with code 1`, `exit status 1`, PyCharm's `Process finished with exit code
+  1`), Hydra's `HYDRA_FULL_ERROR` hint, a served model's HTTP 4xx/5xx answer to a request. They are kept until
+  the source ends; when nothing else in it explains them (no finding, or only a launcher stopping the siblings
+  of the failed worker) the first of each template becomes an `unknown` finding, with the worker the line
+  names. The launchers' exit lines (text/workers.py) count the same way. A report after a fault that was found
+  belongs to that fault: no second finding.
+
+Every trigger (the prefilter form) has a literal of at least four bytes; the confirm pattern runs only on the
+lines the trigger hits, on the line without its worker prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sigclass.records import Finding
+from sigclass.text.lines import Line, fingerprint
+from sigclass.text.workers import family_of_exit, worker_in_text
+from sigclass.vocab import Method, Role, Status, UNKNOWN
+
+if TYPE_CHECKING:
+    from sigclass.scan.source import ScanState
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    name: str
+    trigger: str  # the prefilter form (Hyperscan / RE2 / regex alike)
+    confirm: re.Pattern[str]  # on the line without its prefix; a `code` group is an exit code
+    examples: tuple[str, ...]  # lines it must match
+    counter: tuple[str, ...]  # lines it must not
+
+
+def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter: tuple[str, ...]) -> Shape:
+    return Shape(name, trigger, re.compile(confirm), examples, counter)
+
+
+# an exception relayed from a Ray task or actor, as the line that names it starts
+RAY_RELAY = re.compile(r"^(?:ray\.exceptions\.)?Ray(?:Task|Actor)Error\([A-Za-z_][\w.]*\): ")
+
+# retries and recoveries an ERROR line may announce: not the end of the run
+_RETRY = re.compile(r"(?i)retry|retrying|will try again|attempt \d+ of|falling back|fallback|ignor(?:e|ed|ing)\b|skipping")
+
+FAULTS: tuple[Shape, ...] = (
+    # Rust's panic message (std::panicking): `thread 'main' panicked at src/main.rs:5:5:` (1.73+) or
+    # `thread '<unnamed>' panicked at 'msg', src/lib.rs:5:5` (older)
+    _s("rust-panic", r"' panicked at ", r"thread '[^']*' panicked at ",
+       ("thread 'main' panicked at src/main.rs:10:5:",
+        "thread '<unnamed>' panicked at 'called `Result::unwrap()` on an `Err` value: Os', tokenizers/src/lib.rs:12:5"),
+       ("the worker panicked at the sight of the loss curve", "INFO thread pool panicked_at=0")),
+    # Go's runtime: `panic: runtime error: index out of range [3] with length 3` (then `goroutine 1 [running]:`),
+    # and its fatal errors that no recover() can catch
+    _s("go-panic", r"panic: |fatal error: all goroutines|fatal error: concurrent map",
+       r"^(?:panic: [^ ]|fatal error: (?:all goroutines are asleep|concurrent map))",
+       ("panic: runtime error: invalid memory address or nil pointer dereference",
+        "panic: open /data/x.json: no such file or directory",
+        "fatal error: all goroutines are asleep - deadlock!"),
+       ("Don't panic: the loss spike is expected", "INFO config: panic: false", "panic: ")),
+    # glog's and Ray's fatal check: `F0315 12:00:00.1 123 foo.cc:42] Check failed: x == y (1 vs. 2)`,
+    # `[... F 2613 2613] (raylet) node_manager.cc:42: Check failed: ...`
+    _s("check-failed", r"Check failed: ", r"(?:\] |\.(?:cc|cpp|h|cu|cuh):\d+: |^)Check failed: ",
+       ("F0315 12:00:00.123456  4242 tensor.cc:42] Check failed: dims == 2 (3 vs. 2)",
+        "[2024-03-01 10:00:00,123 C 2613 2613] (raylet) node_manager.cc:1010: Check failed: worker != nullptr",
+        "Check failed: status.ok() Bad status"),
+       ("WARNING Health Check failed: timeout after 5s", "INFO health check failed: retrying",
+        "liveness Check failed: 1 of 3")),
+    # libstdc++'s other two words before abort() (the first, `terminate called after throwing an instance of`,
+    # is a trigger of its own)
+    _s("cpp-terminate", r"terminate called ", r"terminate called (?:recursively|without an active exception)",
+       ("terminate called without an active exception", "terminate called recursively"),
+       ("the run was terminate called by the user", "terminate called after throwing an instance of 'c10::Error'")),
+    # Ray's terminate handler (src/ray/util/logging.cc): `Unhandled exception: <type>. what(): <message>`
+    _s("ray-unhandled-cpp", r"Unhandled exception: |Unhandled unknown exception",
+       r"Unhandled (?:exception: [^ ].*\. what\(\): |unknown exception\.)",
+       ("[2024-11-29 18:44:18,452 E 26180 25180] (raylet.exe) logging.cc:108: Unhandled exception: "
+        "class nlohmann::detail::type_error. what(): [json.exception.type_error.316] invalid UTF-8 byte",
+        "[2024-01-01 00:00:00,000 E 1 1] logging.cc:110: Unhandled unknown exception."),
+       ("Unhandled exception: see the docs", "INFO: no Unhandled exception: what(): in 3 runs")),
+    # the shell's report of a death by SIGABRT, SIGFPE, SIGILL or SIGTRAP without a core dump (with one, the
+    # generic abort trigger has it): the bare word on its own line, or bash's job line
+    _s("shell-abort", r"Aborted *$|Floating point exception *$|Illegal instruction *$|Trace/breakpoint trap *$"
+                      r"|: line [0-9]+: +[0-9]+ +(?:Aborted|Floating point|Illegal instruction|Trace/breakpoint)",
+       r"^(?:Aborted|Floating point exception|Illegal instruction|Trace/breakpoint trap) *$"
+       r"|: line \d+: +\d+ +(?:Aborted|Floating point exception|Illegal instruction|Trace/breakpoint trap) ",
+       ("Aborted", "Floating point exception", "Illegal instruction",
+        "./run.sh: line 12: 41234 Aborted                 python train.py --cfg a.yaml"),
+       ("INFO 03-01 12:00:00 [async_llm.py:406] Aborted request chatcmpl-42.", "Request was Aborted",
+        "Aborted request 7 after 30s", "Training Aborted: resuming from step 40")),
+    # Ray relaying the exception a remote task raised, on a line of its own:
+    # `ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876, ip=...)`
+    _s("ray-task-error", r"RayTaskError\(|RayActorError\(", RAY_RELAY.pattern,
+       ("ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876, ip=100.97.252.234)",
+        "RayTaskError(ValueError): ray::f() (pid=5, ip=10.0.0.1)"),
+       ("INFO: no RayTaskError(s) so far", "caught RayTaskError(RuntimeError): retrying the trial")),
+    # dask's worker when a task raised (distributed/worker.py): `distributed.worker - WARNING - Compute Failed`,
+    # then the task's key, function and `Exception: ...` lines
+    _s("dask-compute-failed", r"Compute Failed", r"distributed\.worker(?:\.\w+)? - WARNING - Compute Failed *$",
+       ("2022-11-13 17:01:17,386 - distributed.worker - WARNING - Compute Failed",),
+       ("INFO Compute Failed tasks: 0", "distributed.worker - INFO - Compute Failed earlier, rerun ok")),
+    # Hydra's compact error for a config it cannot find or override (hydra/_internal/config_loader_impl.py),
+    # printed with no traceback before the HYDRA_FULL_ERROR hint
+    _s("hydra-config", r"Could not find '|Could not load '|Could not override '|Cannot find primary config '",
+       r"^(?:In '[^']+': )?(?:Could not (?:find|load|override) '[^']*'|Cannot find primary config ')",
+       ("In 'config_quadrotor': Could not find 'task_deploy/track_poly'",
+        "Could not override 'trainer.gpus'.", "Cannot find primary config 'train'. Check that it's in your config search path."),
+       ("WARNING: Could not find 'nvidia-smi', skipping GPU info", "Could not find the cache, downloading")),
+    # an ERROR / CRITICAL log line that names the exception it caught (`ERROR:root:Training failed:
+    # RuntimeError: ...`, `[ERROR] ValueError: ...`), not one announcing a retry or a fallback
+    _s("error-log-exception", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*[a-z](?:Error|Exception): ",
+       r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)\]?(?::[\w.]*:|[:\]|]| -)? ?.*?(?<![\w.])"
+       r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ",
+       ("ERROR:root:Training failed: ValueError: Expected input batch_size (8) to match target batch_size (16).",
+        "[2024-01-01 10:00:00] [ERROR] RuntimeError: shape '[2, 3]' is invalid for input of size 7",
+        "2024-05-01 12:00:00,000 - trainer - ERROR - Job crashed: KeyError: 'labels'"),
+       ("ERROR:root:Download failed: ConnectionError: reset by peer, retrying in 5s",
+        "WARNING: ValueError: ignored", "2024-01-01 INFO ERRORS: 0, TimeoutError: none",
+        "ERROR:root:ConnectionError: timed out; falling back to the local copy")),
+)
+
+REPORTS: tuple[Shape, ...] = (
+    _s("hydra-hint", r"HYDRA_FULL_ERROR=1 for a complete stack trace",
+       r"Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace",
+       ("Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",),
+       ("export HYDRA_FULL_ERROR=1",)),
+    _s("hydra-job", r"Error executing job with overrides: ", r"^Error executing job with overrides: ",
+       ("Error executing job with overrides: ['task=mt80', 'model_size=48']",),
+       ("INFO retry: Error executing job with overrides: [] (attempt 1)",)),
+    # GNU make's word that a recipe failed: `make: *** [Makefile:12: train] Error 1`, `make[1]: *** [all] Error 2`
+    _s("make", r": \*\*\* \[", r"^make(?:\[\d+\])?: \*\*\* \[[^\]]*\] Error (?P<code>\d+)",
+       ("make: *** [Makefile:12: train] Error 1", "make[2]: *** [src/CMakeFiles/x.dir/all] Error 2"),
+       ("make: *** [train] Error 0", "make: Nothing to be done for 'all'.")),
+    # conda's `conda run` when the command failed: `ERROR conda.cli.main_run:execute(125): `conda run python
+    # train.py` failed. (See above for error)`
+    _s("conda-run", r"conda\.cli\.main_run:execute\(", r"ERROR conda\.cli\.main_run:execute\(\d+\): .* failed\.",
+       ("ERROR conda.cli.main_run:execute(124): `conda run python train.py` failed. (See above for error)",),
+       ("INFO conda.cli.main_run:execute(33): `conda run python train.py` started",)),
+    # a supervisor's (docker compose, a job runner) word that a process exited non-zero
+    _s("exited-with-code", r"exited with code ", r"exited with code (?P<code>\d+)(?:[^\d]|$)",
+       ("trainer-1 exited with code 1", "Process exited with code 2."),
+       ("trainer-1 exited with code 0", "the child exited with code 0 after 3 epochs")),
+    # Go's os/exec and many wrappers: `exit status 1` at the end of the line
+    _s("exit-status", r"exit status ", r"(?:^|: )exit status (?P<code>\d+) *$",
+       ("exit status 1", "Error: exit status 2"),
+       ("subprocess.CalledProcessError: Command '['ls']' returned non-zero exit status 1.", "exit status 0",
+        "INFO exit status 1 of 4 probes ok")),
+    # PyCharm's run console
+    _s("ide-exit", r"Process finished with exit code ", r"^Process finished with exit code (?P<code>\d+)",
+       ("Process finished with exit code 1",),
+       ("Process finished with exit code 0",)),
+    # a served model's answer to a request, as uvicorn's access log prints it: a request that changes state
+    # (POST, PUT, PATCH, DELETE) answered 4xx or 5xx, any request answered 5xx but 503 (a health probe before the
+    # server is ready); 429 and 499 are load, not a failure of the request's own
+    _s("http-error", r"HTTP/[0-9.]+\" [45][0-9][0-9]",
+       r"\"(?:(?:POST|PUT|PATCH|DELETE) [^\"]* HTTP/[\d.]+\" (?!429|499)4\d\d|[A-Z]+ [^\"]* HTTP/[\d.]+\" (?!503)5\d\d)(?!\d)",
+       ('INFO:     10.0.135.38:48284 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
+        'INFO:     127.0.0.1:5 - "GET /v1/models HTTP/1.1" 500 Internal Server Error'),
+       ('INFO:     192.168.24.70:0 - "GET / HTTP/1.1" 404 Not Found',
+        'INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 503 Service Unavailable',
+        'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 429 Too Many Requests',
+        'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK')),
+    # vLLM's OpenAI server logging the error it answers a request with (serving_chat.py, serving_completion.py)
+    _s("served-error", r"Error with model ", r"Error with model (?:object='error'|ErrorResponse\(|error=)",
+       ("ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object='error' message='The model `x` does "
+        "not exist.' type='NotFoundError' param=None code=404",),
+       ("INFO Error with model loading is unlikely",)),
+)
+
+FAULT_TRIGGER = "|".join(s.trigger for s in FAULTS)
+REPORT_TRIGGER = "|".join(s.trigger for s in REPORTS)
+
+
+def _confirm(shapes: tuple[Shape, ...], ln: Line) -> tuple[Shape, re.Match[str]] | None:
+    text = ln.content.strip()
+    for s in shapes:
+        m = s.confirm.search(text)
+        if m is not None:
+            return s, m
+    return None
+
+
+def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
+    """A fault block's evidence: the lines a fault shape confirms (without the prefix), then its exception lines."""
+    own = [t.strip()[:500] for t in texts if any(s.confirm.search(t.strip()) for s in FAULTS)][:2]
+    return own + [e for e in ev if e not in own][: 4 - len(own)]
+
+
+def starts_fault(ln: Line) -> bool:
+    """Whether a line the fault trigger hit is a failure's first line."""
+    hit = _confirm(FAULTS, ln)
+    if hit is None:
+        return False
+    return not (hit[0].name == "error-log-exception" and _RETRY.search(ln.content))
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    line: int
+    text: str
+    worker: str | None
+    code: int | None
+    time: str | None
+
+
+def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
+    """The report a line the report trigger hit makes, or None (an exit code of 0, or one a family names)."""
+    hit = _confirm(REPORTS, ln)
+    if hit is None:
+        return None
+    code = int(hit[1]["code"]) if "code" in hit[1].re.groupindex and hit[1]["code"] else None
+    if not _failed(code):
+        return None
+    text = ln.content.strip()
+    return Report(lineno, text[:300], ln.worker or worker_in_text([ln.body]), code, time)
+
+
+def _failed(code: int | None) -> bool:
+    """A non-zero exit that no family's exit code names (-9 a kill, -11 a segfault, -7 a bus error, -15 and -2
+    a stop from outside, -1 a launcher's own stop)."""
+    if code is None:
+        return True
+    if 128 < code < 160:
+        code = -(code - 128)
+    return code not in (0, -1, -2, -15) and family_of_exit(code) is None
+
+
+# a launcher stopping the siblings of the worker that failed: printed before the line that names that worker
+_TEARDOWN = re.compile(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+")
+
+def _says_why(line: str) -> bool:
+    """A line of a failure block that is neither a traceback's header nor one of its frames."""
+    return bool(line.strip()) and not line[:1].isspace() and not line.startswith("Traceback (most recent call last)")
+
+
+REPORT_TITLE = "Failure no signature explains (reported by its launcher, nothing of its own printed)"
+
+
+def _explained(findings: list[Finding]) -> bool:
+    """Whether the source's findings explain a report: any finding does, but a launcher tearing down siblings."""
+    for f in findings:
+        if f.family == "process-killed-by-signal" and all(_TEARDOWN.search(x) for x in (f.evidence or f.block)):
+            continue
+        if f.family == UNKNOWN and not any(_says_why(x) for x in f.block):
+            continue  # a traceback cut short before its exception line says nothing of why
+        return True
+    return False
+
+
+def is_report(f: Finding) -> bool:
+    return f.family == UNKNOWN and f.title == REPORT_TITLE
+
+
+def emit_reports(st: ScanState) -> None:
+    """At the end of a source: its reports and launcher exits nothing else explains become `unknown` findings,
+    one per worker (its first report: what follows it is the same failure told again), in line order among the
+    others."""
+    if _explained(st.findings):
+        return
+    rows = [Report(e.line, e.text, e.worker, e.code, e.time) for e in st.exits if _failed(e.code) and e.code is not None]
+    rows += st.reports
+    if not rows:
+        return
+    seen: set[str | None] = set()
+    made = False
+    for r in sorted(rows, key=lambda r: r.line):
+        if r.worker in seen:
+            continue
+        seen.add(r.worker)
+        fp = fingerprint([UNKNOWN, r.text])
+        f = Finding(
+            family=UNKNOWN, title=REPORT_TITLE, role=Role.ROOT, status=Status.UNKNOWN, confidence=0.0,
+            method=Method.NONE, source=st.state.name, line=r.line, end_line=r.line, time=r.time,
+            worker=r.worker, evidence=[r.text], fingerprint=fp, family_role=Role.ROOT, block=[r.text],
+        )
+        st._publish(f)
+        made = True
+    if made:
+        st.findings.sort(key=lambda f: f.line)

@@ -1,0 +1,192 @@
+"""Failures printed without a Python traceback (scan/shapes.py): every shape's lines that must match and must
+not, on every prefilter engine; launcher-only exits and other reports as `unknown` findings when nothing else
+explains them, and never a second finding beside a fault that was found; stable fingerprints."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.prefilter import available_engines
+from sigclass.scan.scanner import Scanner
+from sigclass.scan.shapes import FAULTS, REPORTS, report_of, starts_fault
+from sigclass.text.lines import split_line
+from sigclass.vocab import Role
+
+from conftest import FILES
+
+SHAPES = FAULTS + REPORTS
+
+
+@pytest.fixture(scope="module")
+def mini():
+    return load_ledger([FILES / "ledger_min"], shipped=False, strict=True)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return Scanner(load_ledger(), signatures="regex")
+
+
+def _hits(shape, line: str) -> bool:
+    ln = split_line(line)
+    if not re.search(shape.trigger, line):
+        return False
+    return starts_fault(ln) if shape in FAULTS else report_of(ln, 1, None) is not None
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_every_shape_has_examples_both_ways(shape):
+    assert shape.examples and shape.counter
+    for x in shape.examples:
+        assert _hits(shape, x), x
+    for x in shape.counter:
+        assert not _hits(shape, x), x
+
+
+def test_shape_names_are_unique():
+    assert len({s.name for s in SHAPES}) == len(SHAPES)
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_each_fault_example_is_one_unknown_finding_on_every_engine(mini, engine):
+    sc = Scanner(mini, signatures="regex", engine=engine)
+    for shape in FAULTS:
+        for x in shape.examples:
+            res = sc.scan_text(f"INFO step 1 ok\n{x}\n")
+            assert [f.family for f in res.findings] == ["unknown"], (shape.name, x)
+            assert res.findings[0].line == 2
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_each_report_example_alone_is_one_unknown_finding_on_every_engine(mini, engine):
+    sc = Scanner(mini, signatures="regex", engine=engine)
+    for shape in REPORTS:
+        for x in shape.examples:
+            res = sc.scan_text(f"INFO step 1 ok\n{x}\n")
+            assert [(f.family, f.line) for f in res.findings] == [("unknown", 2)], (shape.name, x)
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_counter_examples_stay_quiet_on_every_engine(mini, engine):
+    sc = Scanner(mini, signatures="regex", engine=engine)
+    text = "".join(f"{x}\n" for s in SHAPES for x in s.counter
+                   if "terminate called after" not in x and "non-zero exit status" not in x)
+    assert sc.scan_text(text).findings == []
+
+
+# a rank exits 1 and its launcher says only that (DeepSpeed's launcher; nothing of the rank's own)
+DEEPSPEED_EXIT_ONLY = """\
+[2024-03-20 20:31:29,210] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3353707
+[2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/env/bin/python', '-u', 'train.py', '--local_rank=4'] exits with return code = 1
+"""
+
+# torchelastic stops the siblings, then names the rank that failed
+TORCHRUN_EXIT_ONLY = """\
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 226262 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 226263) of binary: /env/bin/python
+"""
+
+# the same, but the rank's own fault was printed: the launcher's summary is part of it
+TORCHRUN_AFTER_OOM = """\
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/src/train.py", line 12, in <module>
+[rank1]:     loss.backward()
+[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 226262 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 226263) of binary: /env/bin/python
+make: *** [Makefile:12: train] Error 1
+"""
+
+# the scheduler cancelled the job: the non-zero exits after it are what the stop did
+SCHEDULER_STOP = """\
+slurmstepd: error: *** JOB 1234 ON node1 CANCELLED AT 2024-01-01T10:00:00 ***
+srun: error: node1: task 0: Exited with exit code 1
+"""
+
+
+def test_launcher_exit_alone_is_an_unknown_of_that_worker(shipped):
+    res = shipped.scan_text(DEEPSPEED_EXIT_ONLY)
+    assert [(f.family, f.worker) for f in res.findings] == [("unknown", "4")]
+    assert res.verdict.cause.family == "unknown" and res.verdict.cause.worker == "4"
+
+
+def test_teardown_before_the_exit_is_its_victim(shipped):
+    res = shipped.scan_text(TORCHRUN_EXIT_ONLY)
+    roots = [(f.family, f.worker) for f in res.findings if f.role != Role.SECONDARY]
+    assert roots == [("unknown", "1")]
+    stop = next(f for f in res.findings if f.family == "process-killed-by-signal")
+    assert stop.role == Role.SECONDARY and stop.root["line"] == 2
+
+
+def test_launcher_summary_after_a_found_fault_is_no_second_finding(shipped):
+    res = shipped.scan_text(TORCHRUN_AFTER_OOM)
+    assert "unknown" not in {f.family for f in res.findings}
+    assert res.findings[0].family == "cuda-oom"
+
+
+def test_exit_after_a_stop_from_outside_is_no_unknown(shipped):
+    res = shipped.scan_text(SCHEDULER_STOP)
+    assert [f.family for f in res.findings] == ["process-killed-by-signal"]
+
+
+def test_one_report_finding_per_worker(shipped):
+    text = ('ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object=\'error\' message=\'The model `a` '
+            'does not exist.\' type=\'NotFoundError\' param=None code=404\n'
+            'INFO:     10.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found\n') * 3
+    res = shipped.scan_text(text)
+    assert [(f.family, f.line) for f in res.findings] == [("unknown", 1)]
+
+
+def test_signal_exit_codes_are_left_to_their_families():
+    for line in ("Process finished with exit code 137", "trainer-1 exited with code 139", "exit status 143"):
+        assert report_of(split_line(line), 1, None) is None, line
+    assert report_of(split_line("Process finished with exit code 134"), 1, None) is not None  # SIGABRT: no family
+
+
+def test_fingerprint_stable_across_runs(shipped):
+    a = shipped.scan_text("F0315 12:00:00.123456  4242 tensor.cc:42] Check failed: dims == 2 (3 vs. 2)\n"
+                          "*** Check failure stack trace: ***\n")
+    b = shipped.scan_text("some noise first\nF0402 09:13:07.000001  977 tensor.cc:57] Check failed: dims == 2 (4 vs. 2)\n"
+                          "*** Check failure stack trace: ***\n")
+    assert a.findings[0].fingerprint == b.findings[0].fingerprint
+    x = shipped.scan_text(TORCHRUN_EXIT_ONLY)
+    y = shipped.scan_text(TORCHRUN_EXIT_ONLY.replace("226263", "91").replace("/env/bin", "/opt/conda/bin"))
+    assert [f.fingerprint for f in x.findings] == [f.fingerprint for f in y.findings]
+    other = shipped.scan_text("F0315 12:00:00.123456  4242 tensor.cc:42] Check failed: ptr != nullptr\n")
+    assert other.findings[0].fingerprint != a.findings[0].fingerprint
+
+
+def test_worker_from_the_prefix(shipped):
+    res = shipped.scan_text("[rank3]: thread 'main' panicked at src/lib.rs:10:5:\n[rank3]: index out of bounds\n")
+    assert [(f.family, f.worker) for f in res.findings] == [("unknown", "3")]
+
+
+def test_dead_ray_worker_then_the_task_error_it_relays(shipped):
+    res = shipped.scan_text(
+        "2023-01-17 17:21:35,472\tWARNING worker.py:1829 -- A worker died or was killed while executing a task by an "
+        "unexpected system error. To troubleshoot the problem, check the logs for the dead worker.\n"
+        "2023-01-17 17:21:35,509\tERROR trial_runner.py:980 -- Trial TorchTrainer_b13e7_00000: Error processing event.\n"
+        "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876, ip=10.0.0.1)\n")
+    roots = [f.family for f in res.findings if f.role != Role.SECONDARY]
+    assert roots[0] == "unknown"
+
+
+CLEAN = """\
+INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 404 Not Found
+INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 503 Service Unavailable
+INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 429 Too Many Requests
+INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK
+INFO 03-01 12:00:00 [async_llm.py:406] Aborted request chatcmpl-42.
+ERROR:root:Download failed: ConnectionError: reset by peer, retrying in 5s
+INFO download complete
+WARNING: Could not find 'nvidia-smi', skipping GPU info
+trainer-1 exited with code 0
+Process finished with exit code 0
+"""
+
+
+def test_clean_look_alikes_stay_quiet(shipped):
+    assert shipped.scan_text(CLEAN).findings == []
