@@ -61,11 +61,14 @@ FAULTS: tuple[Shape, ...] = (
        ("the worker panicked at the sight of the loss curve", "INFO thread pool panicked_at=0")),
     # Go's runtime: `panic: runtime error: index out of range [3] with length 3` (then `goroutine 1 [running]:`),
     # and its fatal errors that no recover() can catch
-    _s("go-panic", r"panic: |fatal error: all goroutines|fatal error: concurrent map",
-       r"^(?:panic: [^ ]|fatal error: (?:all goroutines are asleep|concurrent map))",
+    # (and its report of a fatal signal in cgo code: `SIGABRT: abort`, then `PC=0x7f4e m=8 sigcode=...`)
+    _s("go-panic", r"panic: |fatal error: all goroutines|fatal error: concurrent map|SIGABRT: abort"
+                   r"|SIGILL: illegal instruction|SIGFPE: floating-point exception|SIGTRAP: trace trap",
+       r"^(?:panic: [^ ]|fatal error: (?:all goroutines are asleep|concurrent map)"
+       r"|SIG(?:ABRT: abort|ILL: illegal instruction|FPE: floating-point exception|TRAP: trace trap) *$)",
        ("panic: runtime error: invalid memory address or nil pointer dereference",
         "panic: open /data/x.json: no such file or directory",
-        "fatal error: all goroutines are asleep - deadlock!"),
+        "fatal error: all goroutines are asleep - deadlock!", "2025-03-05 08:58:42 SIGABRT: abort"),
        ("Don't panic: the loss spike is expected", "INFO config: panic: false", "panic: ")),
     # glog's and Ray's fatal check: `F0315 12:00:00.1 123 foo.cc:42] Check failed: x == y (1 vs. 2)`,
     # `[... F 2613 2613] (raylet) node_manager.cc:42: Check failed: ...`
@@ -108,6 +111,14 @@ FAULTS: tuple[Shape, ...] = (
     _s("dask-compute-failed", r"Compute Failed", r"distributed\.worker(?:\.\w+)? - WARNING - Compute Failed *$",
        ("2022-11-13 17:01:17,386 - distributed.worker - WARNING - Compute Failed",),
        ("INFO Compute Failed tasks: 0", "distributed.worker - INFO - Compute Failed earlier, rerun ok")),
+    # UCX's (and Open MPI's) fatal-signal handler: `[host:176055:0:176055] Caught signal 8 (Floating point exception:
+    # integer divide by zero)` (SIGSEGV and SIGBUS are families' own, SIGTERM and SIGINT a stop from outside)
+    _s("caught-signal", r"Caught signal [4568] \(",
+       r"Caught signal (?:4 \(Illegal instruction|5 \(Trace/breakpoint trap|6 \(Aborted|8 \(Floating point exception)",
+       ("[ts-c26d273e-launcher:176055:0:176055] Caught signal 8 (Floating point exception: integer divide by zero)",
+        "[node1:5:0:5] Caught signal 6 (Aborted)"),
+       ("[node1:5:0:5] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
+        "Caught signal 8 (no, a test fixture) skipped")),
     # Hydra's compact error for a config it cannot find or override (hydra/_internal/config_loader_impl.py),
     # printed with no traceback before the HYDRA_FULL_ERROR hint
     _s("hydra-config", r"Could not find '|Could not load '|Could not override '|Cannot find primary config '",
@@ -181,11 +192,14 @@ REPORT_TRIGGER = "|".join(s.trigger for s in REPORTS)
 
 
 def _confirm(shapes: tuple[Shape, ...], ln: Line) -> tuple[Shape, re.Match[str]] | None:
-    text = ln.content.strip()
+    """The first shape whose confirm pattern matches the line without its prefix, or without its header (a
+    timestamp, a log level) too."""
+    texts = (ln.content.strip(), ln.body.strip())
     for s in shapes:
-        m = s.confirm.search(text)
-        if m is not None:
-            return s, m
+        for text in texts:
+            m = s.confirm.search(text)
+            if m is not None:
+                return s, m
     return None
 
 
