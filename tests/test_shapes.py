@@ -31,8 +31,12 @@ def shipped():
 
 
 def _hits(shape, line: str) -> bool:
+    """Whether this shape takes the line: its trigger and its confirm pattern match, and (a report) the line
+    says something failed (an exit code other than 0 or one a family names)."""
     ln = split_line(line)
     if not re.search(shape.trigger, line):
+        return False
+    if not any(shape.confirm.search(t) for t in (ln.content.strip(), ln.body.strip())):
         return False
     return starts_fault(ln) if shape in FAULTS else report_of(ln, 1, None) is not None
 
@@ -190,3 +194,8 @@ Process finished with exit code 0
 
 def test_clean_look_alikes_stay_quiet(shipped):
     assert shipped.scan_text(CLEAN).findings == []
+
+
+def test_a_report_names_the_rank_it_reports(shipped):
+    res = shipped.scan_text("MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n")
+    assert [(f.family, f.worker) for f in res.findings] == [("unknown", "3")]

@@ -119,6 +119,47 @@ FAULTS: tuple[Shape, ...] = (
         "[node1:5:0:5] Caught signal 6 (Aborted)"),
        ("[node1:5:0:5] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
         "Caught signal 8 (no, a test fixture) skipped")),
+    # the failure-signal handlers of absl (`*** SIGABRT received at time=1700000000 on cpu 3 ***`) and glog
+    # (`*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***`,
+    # `*** SIGFPE (@0x7f...) received by PID 5 (TID 0x7f...) from PID 5; stack trace: ***`); a SIGSEGV in the
+    # block below makes it the segfault family's
+    _s("failure-signal", r"\*\*\* Aborted at |\*\*\* SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=|\(@0x)",
+       r"^\*\*\* (?:Aborted at \d+ \(unix time\)|SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=\d+|\(@0x[0-9a-f]+\) received by PID))",
+       ("*** SIGABRT received at time=1700000000 on cpu 3 ***",
+        '*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***',
+        "*** SIGFPE (@0x3e800004e7e) received by PID 20094 (TID 0x7fa86fc9df00) from PID 20094; stack trace: ***"),
+       ("INFO *** Aborted at the user's request", "*** SIGABRT handler installed ***")),
+    # libstdc++'s message line of an uncaught exception when the `terminate called ...` line above it is lost
+    # (interleaved streams): `  what():  basic_string::substr`
+    _s("cpp-what", r"what\(\): ", r"^what\(\): ",
+       ("what():  stoi", "  what():  std::bad_array_new_length"),
+       ("INFO: what(): is printed by libstdc++", "the what(): line of a report")),
+    # the JVM's uncaught-exception handler: `Exception in thread "main" java.lang.IllegalStateException: ...`
+    _s("jvm-uncaught", r"Exception in thread \"",
+       r"^Exception in thread \"[^\"]*\" (?:[\w$]+\.)*[\w$]*(?:Exception|Error)(?::|$)",
+       ('Exception in thread "main" java.lang.IllegalArgumentException: Unsupported class file major version 61',
+        'Exception in thread "dispatcher-event-loop-1" java.lang.OutOfMemoryError: Java heap space'),
+       ('INFO: no Exception in thread "main" so far', 'WARN Exception in thread "main" handled, retrying')),
+    # CPython itself when the script it was told to run is not there (exit 2):
+    # `python: can't open file '/work/train.py': [Errno 2] No such file or directory`
+    _s("python-no-script", r"can't open file '", r"can't open file '[^']*': \[Errno \d+\] ",
+       ("/usr/bin/python3: can't open file '/work/train.py': [Errno 2] No such file or directory",
+        "can't open file 'train.py': [Errno 2] No such file or directory"),
+       ("WARNING: can't open file 'cache.json', starting empty",)),
+    # click's (and typer's) usage errors, printed after `Usage: ...` and `Try '... --help' for help.` (exit 2)
+    _s("click-usage", r"Error: Invalid value for |Error: No such option|Error: Missing option |Error: Missing argument "
+                      r"|Error: Got unexpected extra argument",
+       r"^Error: (?:Invalid value for |No such option|Missing option |Missing argument |Got unexpected extra argument)",
+       ("Error: Invalid value for '--model': Path 'llama' does not exist.", "Error: No such option: --tp-size",
+        "Error: Missing option '--config'."),
+       ("INFO Error: Invalid value for x was corrected", "Validation Error: Missing option rendered as default")),
+    # c10d's last word when a worker gives up connecting to the store (its retries before are warnings)
+    _s("c10d-timeout", r"\[c10d\] The client socket has timed out after ",
+       r"\[c10d\] The client socket has timed out after \d+",
+       ("[E socket.cpp:922] [c10d] The client socket has timed out after 1800s while trying to connect to "
+        "(10.0.0.1, 29500).",),
+       ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 22 - Invalid "
+        "argument).",)),
     # Hydra's compact error for a config it cannot find or override (hydra/_internal/config_loader_impl.py),
     # printed with no traceback before the HYDRA_FULL_ERROR hint
     _s("hydra-config", r"Could not find '|Could not load '|Could not override '|Cannot find primary config '",
@@ -157,8 +198,9 @@ REPORTS: tuple[Shape, ...] = (
        ("ERROR conda.cli.main_run:execute(124): `conda run python train.py` failed. (See above for error)",),
        ("INFO conda.cli.main_run:execute(33): `conda run python train.py` started",)),
     # a supervisor's (docker compose, a job runner) word that a process exited non-zero
-    _s("exited-with-code", r"exited with code ", r"exited with code (?P<code>\d+)(?:[^\d]|$)",
-       ("trainer-1 exited with code 1", "Process exited with code 2."),
+    _s("exited-with-code", r"exited with code |exited with error code |exited with return code ",
+       r"exited with (?:error |return )?code:? (?P<code>\d+)(?:[^\d]|$)",
+       ("trainer-1 exited with code 1", "Process exited with code 2.", "Training exited with error code 126"),
        ("trainer-1 exited with code 0", "the child exited with code 0 after 3 epochs")),
     # Go's os/exec and many wrappers: `exit status 1` at the end of the line
     _s("exit-status", r"exit status ", r"(?:^|: )exit status (?P<code>\d+) *$",
@@ -180,6 +222,19 @@ REPORTS: tuple[Shape, ...] = (
         'INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 503 Service Unavailable',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 429 Too Many Requests',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK')),
+    # Ollama's (gin's) access log: `[GIN] 2024/05/01 - 12:00:00 | 500 |  5.0s |  127.0.0.1 | POST "/api/chat"`
+    _s("gin-http-error", r"\[GIN\] ", r"^\[GIN\] .* \| (?!429)(?:4\d\d|5\d\d) \| .* \| (?:POST|PUT|PATCH|DELETE) ",
+       ('[GIN] 2024/05/01 - 12:00:00 | 500 |  5.012s |       127.0.0.1 | POST     "/api/chat"',),
+       ('[GIN] 2024/05/01 - 12:00:00 | 200 |  5.012s |       127.0.0.1 | POST     "/api/chat"',
+        '[GIN] 2024/05/01 - 12:00:00 | 404 |     12µs |       127.0.0.1 | GET      "/favicon.ico"')),
+    # Open MPI's help text when a rank called MPI_Abort (it printed its own error above, if any)
+    _s("mpi-abort", r"MPI_ABORT was invoked on rank ", r"MPI_ABORT was invoked on rank (?P<w>\d+) in communicator",
+       ("MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD",),
+       ("see the MPI_ABORT docs",)),
+    # Ray's job CLI when the submitted job failed (`ray job submit`, `ray job logs --follow`)
+    _s("ray-job-failed", r"' failed", r"^Job '[\w.-]+' failed *$",
+       ("Job 'raysubmit_7BbNeTFsL2b3CXWk' failed",),
+       ("Job 'raysubmit_7BbNeTFsL2b3CXWk' succeeded", "Job 'x' failed to stop, retrying")),
     # vLLM's OpenAI server logging the error it answers a request with (serving_chat.py, serving_completion.py)
     _s("served-error", r"Error with model ", r"Error with model (?:object='error'|ErrorResponse\(|error=)",
        ("ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object='error' message='The model `x` does "
@@ -235,7 +290,8 @@ def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
     if not _failed(code):
         return None
     text = ln.content.strip()
-    return Report(lineno, text[:300], ln.worker or worker_in_text([ln.body]), code, time)
+    named = hit[1]["w"] if "w" in hit[1].re.groupindex else None
+    return Report(lineno, text[:300], ln.worker or named or worker_in_text([ln.body]), code, time)
 
 
 def _failed(code: int | None) -> bool:
