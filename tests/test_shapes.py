@@ -69,7 +69,7 @@ def test_each_report_example_alone_is_one_unknown_finding_on_every_engine(mini, 
     sc = Scanner(mini, signatures="regex", engine=engine)
     for shape in REPORTS:
         for x in shape.examples:
-            res = sc.scan_text(f"INFO step 1 ok\n{x}\n")
+            res = sc.scan_text(f"INFO step 1 ok\n" + f"{x}\n" * shape.least)
             assert [(f.family, f.line) for f in res.findings] == [("unknown", 2)], (shape.name, x)
 
 
@@ -199,3 +199,10 @@ def test_clean_look_alikes_stay_quiet(shipped):
 def test_a_report_names_the_rank_it_reports(shipped):
     res = shipped.scan_text("MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n")
     assert [(f.family, f.worker) for f in res.findings] == [("unknown", "3")]
+
+
+def test_a_report_that_needs_repeats_waits_for_them(shipped):
+    beat = ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'n1_187281_0' has failed to "
+            "send a keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.\n")
+    assert shipped.scan_text(beat * 2).findings == []
+    assert [(f.family, f.line) for f in shipped.scan_text(beat * 3).findings] == [("unknown", 1)]

@@ -21,6 +21,7 @@ lines the trigger hits, on the line without its worker prefix.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,10 +41,12 @@ class Shape:
     confirm: re.Pattern[str]  # on the line without its prefix; a `code` group is an exit code
     examples: tuple[str, ...]  # lines it must match
     counter: tuple[str, ...]  # lines it must not
+    least: int = 1  # a report: how many of its lines a source must hold before they say something failed
 
 
-def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter: tuple[str, ...]) -> Shape:
-    return Shape(name, trigger, re.compile(confirm), examples, counter)
+def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter: tuple[str, ...],
+       least: int = 1) -> Shape:
+    return Shape(name, trigger, re.compile(confirm), examples, counter, least)
 
 
 # an exception relayed from a Ray task or actor, as the line that names it starts
@@ -235,6 +238,13 @@ REPORTS: tuple[Shape, ...] = (
     _s("ray-job-failed", r"' failed", r"^Job '[\w.-]+' failed *$",
        ("Job 'raysubmit_7BbNeTFsL2b3CXWk' failed",),
        ("Job 'raysubmit_7BbNeTFsL2b3CXWk' succeeded", "Job 'x' failed to stop, retrying")),
+    # torchelastic's rendezvous when this node cannot reach the store: a warning each keep-alive interval; after
+    # keep_alive_max_attempt (3) missed beats the other nodes count this one dead, so three say the job failed
+    _s("rdzv-heartbeat", r"has failed to send a keep-alive heartbeat to the rendezvous ",
+       r"The node '[^']*' has failed to send a keep-alive heartbeat to the rendezvous '[^']*' due to an error of type",
+       ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'n1_1_0' has failed to send a "
+        "keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.",),
+       ("INFO: The node 'n1_1_0' has sent a keep-alive heartbeat to the rendezvous 'none'.",), least=3),
     # vLLM's OpenAI server logging the error it answers a request with (serving_chat.py, serving_completion.py)
     _s("served-error", r"Error with model ", r"Error with model (?:object='error'|ErrorResponse\(|error=)",
        ("ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object='error' message='The model `x` does "
@@ -243,6 +253,7 @@ REPORTS: tuple[Shape, ...] = (
 )
 
 FAULT_TRIGGER = "|".join(s.trigger for s in FAULTS)
+_LEAST = {s.name: s.least for s in REPORTS}
 REPORT_TRIGGER = "|".join(s.trigger for s in REPORTS)
 
 
@@ -279,6 +290,7 @@ class Report:
     worker: str | None
     code: int | None
     time: str | None
+    shape: str = "exit"  # the report shape's name; "exit": a launcher's exit line (text/workers.py)
 
 
 def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
@@ -291,7 +303,7 @@ def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
         return None
     text = ln.content.strip()
     named = hit[1]["w"] if "w" in hit[1].re.groupindex else None
-    return Report(lineno, text[:300], ln.worker or named or worker_in_text([ln.body]), code, time)
+    return Report(lineno, text[:300], ln.worker or named or worker_in_text([ln.body]), code, time, hit[0].name)
 
 
 def _failed(code: int | None) -> bool:
@@ -337,7 +349,8 @@ def emit_reports(st: ScanState) -> None:
     if _explained(st.findings):
         return
     rows = [Report(e.line, e.text, e.worker, e.code, e.time) for e in st.exits if _failed(e.code) and e.code is not None]
-    rows += st.reports
+    seen_shapes = Counter(r.shape for r in st.reports)
+    rows += [r for r in st.reports if seen_shapes[r.shape] >= _LEAST.get(r.shape, 1)]
     if not rows:
         return
     seen: set[str | None] = set()
