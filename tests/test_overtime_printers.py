@@ -198,7 +198,9 @@ def test_kills_and_crashes_are_read_as_more_tools_report_them(scanner, text, fam
     "  Killed processes: 0\nKilled by the user request: none\n",
 ])
 def test_ordinary_exits_are_no_kill(scanner, text):
-    assert scanner.scan_text(text).findings == []
+    # a tool's word that a job failed (`make: *** ... Error 1`) is a failure no family explains (scan/shapes.py),
+    # never a kill
+    assert [f.family for f in scanner.scan_text(text).findings] in ([], ["unknown"])
 
 
 def test_sigterm_lines_in_the_launchers_own_block_are_victims_of_the_rank_it_names(scanner):

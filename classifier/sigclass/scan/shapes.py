@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sigclass.records import Finding
@@ -42,6 +42,7 @@ class Shape:
     examples: tuple[str, ...]  # lines it must match
     counter: tuple[str, ...]  # lines it must not
     least: int = 1  # a report: how many of its lines a source must hold before they say something failed
+    needles: tuple[str, ...] = ()  # one of these is in every line it takes: a cheap test before the pattern
 
 
 def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter: tuple[str, ...],
@@ -52,8 +53,17 @@ def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter
 # an exception relayed from a Ray task or actor, as the line that names it starts
 RAY_RELAY = re.compile(r"^(?:ray\.exceptions\.)?Ray(?:Task|Actor)Error\([A-Za-z_][\w.]*\): ")
 
-# retries and recoveries an ERROR line may announce: not the end of the run
-_RETRY = re.compile(r"(?i)retry|retrying|will try again|attempt \d+ of|falling back|fallback|ignor(?:e|ed|ing)\b|skipping")
+# retries and recoveries an ERROR line may announce: not the end of the run (words of the lower-cased line)
+_RETRY = ("retry", "will try again", "falling back", "fallback", "ignore", "ignoring", "skipping")
+_ATTEMPT = re.compile(r"attempt \d+ of")
+
+
+def _announces_retry(text: str) -> bool:
+    low = text.lower()
+    for w in _RETRY:
+        if w in low:
+            return True
+    return "attempt" in low and _ATTEMPT.search(low) is not None
 
 FAULTS: tuple[Shape, ...] = (
     # Rust's panic message (std::panicking): `thread 'main' panicked at src/main.rs:5:5:` (1.73+) or
@@ -204,7 +214,8 @@ REPORTS: tuple[Shape, ...] = (
     _s("exited-with-code", r"exited with code |exited with error code |exited with return code ",
        r"exited with (?:error |return )?code:? (?P<code>\d+)(?:[^\d]|$)",
        ("trainer-1 exited with code 1", "Process exited with code 2.", "Training exited with error code 126"),
-       ("trainer-1 exited with code 0", "the child exited with code 0 after 3 epochs")),
+       ("trainer-1 exited with code 0", "the child exited with code 0 after 3 epochs",
+        "trainer-1 exited with code 1357")),
     # Go's os/exec and many wrappers: `exit status 1` at the end of the line
     _s("exit-status", r"exit status ", r"(?:^|: )exit status (?P<code>\d+) *$",
        ("exit status 1", "Error: exit status 2"),
@@ -252,6 +263,44 @@ REPORTS: tuple[Shape, ...] = (
        ("INFO Error with model loading is unlikely",)),
 )
 
+# what a line must contain for each shape to take it (one of), so that a line pays for the patterns of the
+# shapes it may be only (a log full of error lines runs this for each of them)
+_NEEDLES = {
+    "rust-panic": ("' panicked at ",),
+    "go-panic": ("panic: ", "fatal error: ", "SIGABRT: ", "SIGILL: ", "SIGFPE: ", "SIGTRAP: "),
+    "check-failed": ("Check failed: ",),
+    "cpp-terminate": ("terminate called ",),
+    "ray-unhandled-cpp": ("Unhandled ",),
+    "shell-abort": ("Aborted", "Floating point exception", "Illegal instruction", "Trace/breakpoint trap"),
+    "ray-task-error": ("RayTaskError(", "RayActorError("),
+    "dask-compute-failed": ("Compute Failed",),
+    "caught-signal": ("Caught signal ",),
+    "failure-signal": ("*** ",),
+    "cpp-what": ("what(): ",),
+    "jvm-uncaught": ('Exception in thread "',),
+    "python-no-script": ("can't open file '",),
+    "click-usage": ("Error: ",),
+    "c10d-timeout": ("The client socket has timed out after ",),
+    "hydra-config": ("Could not ", "Cannot find primary config '"),
+    "error-log-exception": ("Error: ", "Exception: "),
+    "hydra-hint": ("HYDRA_FULL_ERROR=1",),
+    "hydra-job": ("Error executing job with overrides: ",),
+    "make": (": *** [",),
+    "conda-run": ("conda.cli.main_run:execute(",),
+    "exited-with-code": ("exited with ",),
+    "exit-status": ("exit status ",),
+    "ide-exit": ("Process finished with exit code ",),
+    "mpirun-nonzero": ("terminated normally, but ",),
+    "http-error": ("HTTP/",),
+    "gin-http-error": ("[GIN] ",),
+    "mpi-abort": ("MPI_ABORT was invoked on rank ",),
+    "ray-job-failed": ("' failed",),
+    "rdzv-heartbeat": ("has failed to send a keep-alive heartbeat",),
+    "served-error": ("Error with model ",),
+}
+FAULTS = tuple(replace(s, needles=_NEEDLES[s.name]) for s in FAULTS)
+REPORTS = tuple(replace(s, needles=_NEEDLES[s.name]) for s in REPORTS)
+
 FAULT_TRIGGER = "|".join(s.trigger for s in FAULTS)
 _LEAST = {s.name: s.least for s in REPORTS}
 REPORT_TRIGGER = "|".join(s.trigger for s in REPORTS)
@@ -260,18 +309,26 @@ REPORT_TRIGGER = "|".join(s.trigger for s in REPORTS)
 def _confirm(shapes: tuple[Shape, ...], ln: Line) -> tuple[Shape, re.Match[str]] | None:
     """The first shape whose confirm pattern matches the line without its prefix, or without its header (a
     timestamp, a log level) too."""
-    texts = (ln.content.strip(), ln.body.strip())
+    content = ln.content
+    body = None
     for s in shapes:
-        for text in texts:
-            m = s.confirm.search(text)
-            if m is not None:
-                return s, m
+        for n in s.needles:  # a plain loop: this runs for every line a trigger hit
+            if n in content:
+                break
+        else:
+            continue
+        if body is None:
+            content, body = content.strip(), ln.body.strip()
+        m = s.confirm.search(content) or s.confirm.search(body)
+        if m is not None:
+            return s, m
     return None
 
 
 def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
     """A fault block's evidence: the lines a fault shape confirms (without the prefix), then its exception lines."""
-    own = [t.strip()[:500] for t in texts if any(s.confirm.search(t.strip()) for s in FAULTS)][:2]
+    own = [t.strip()[:500] for t in texts
+           if any(s.confirm.search(t.strip()) for s in FAULTS if any(n in t for n in s.needles))][:2]
     return own + [e for e in ev if e not in own][: 4 - len(own)]
 
 
@@ -280,7 +337,7 @@ def starts_fault(ln: Line) -> bool:
     hit = _confirm(FAULTS, ln)
     if hit is None:
         return False
-    return not (hit[0].name == "error-log-exception" and _RETRY.search(ln.content))
+    return not (hit[0].name == "error-log-exception" and _announces_retry(ln.content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +368,8 @@ def _failed(code: int | None) -> bool:
     a stop from outside, -1 a launcher's own stop)."""
     if code is None:
         return True
+    if code > 255:
+        return False  # no exit status a process can have (POSIX keeps 8 bits): a number that only looks like one
     if 128 < code < 160:
         code = -(code - 128)
     return code not in (0, -1, -2, -15) and family_of_exit(code) is None

@@ -67,6 +67,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.quieted: list[Finding] = []  # ... and those the source's end showed to be noise
         self.exits: list[Exit] = []  # launchers' exit lines (counted.py)
         self.reports: list[Report] = []  # words that something failed, for the end of the source (scan/shapes.py)
+        self._shape_seen: Line | None = None  # the last line a fault shape was asked about, and the answer
+        self._shape_ok = False
         self.table_rank: str | None = None  # the rank row of a ChildFailedError table, for its exitcode row
         self._lo = 0  # where the current span starts: look-backs stop there
         self._hits: dict[int, set[int]] = {}
@@ -242,12 +244,18 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if p in BLOCK_STARTERS:
                 if p == G_EXC and not EXC_LINE.match(ln.body.lstrip()):
                     continue
-                if p == G_SHAPE and not starts_fault(ln):
+                if p == G_SHAPE and not self._starts_fault(ln):
                     continue
                 return True
             if p in self.sc.any_family and p not in self.sc.counted:
                 return True
         return False
+
+    def _starts_fault(self, ln: Line) -> bool:
+        """scan/shapes.starts_fault, once per line (a line that starts a block is asked twice)."""
+        if self._shape_seen is not ln:
+            self._shape_seen, self._shape_ok = ln, starts_fault(ln)
+        return self._shape_ok
 
     def _open(self, buf: bytes, ls: int, ln: Line, lineno: int, pids: set[int]) -> None:
         body = ln.body
@@ -261,7 +269,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                      self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
         blk.own_time = bool(ln.time_override) or parse_time(ln.content, self.year) is not None
         blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
-            G_EXC in pids and bool(EXC_LINE.match(body.lstrip()))) or (G_SHAPE in pids and starts_fault(ln))
+            G_EXC in pids and bool(EXC_LINE.match(body.lstrip()))) or (G_SHAPE in pids and self._starts_fault(ln))
         if kind != "tb":
             # a headless traceback: take the frame lines just above the exception line
             above = self._frames_above(buf, ls, ln, lineno)
