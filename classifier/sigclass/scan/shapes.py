@@ -241,6 +241,11 @@ REPORTS: tuple[Shape, ...] = (
        ('[GIN] 2024/05/01 - 12:00:00 | 500 |  5.012s |       127.0.0.1 | POST     "/api/chat"',),
        ('[GIN] 2024/05/01 - 12:00:00 | 200 |  5.012s |       127.0.0.1 | POST     "/api/chat"',
         '[GIN] 2024/05/01 - 12:00:00 | 404 |     12µs |       127.0.0.1 | GET      "/favicon.ico"')),
+    # Open MPI's help text when a rank exited non-zero (help-mpirun.txt): `Primary job  terminated normally, but 1
+    # process returned` / `a non-zero exit code. Per user-direction, the job has been aborted.`
+    _s("mpirun-nonzero", r"terminated normally, but ", r"^Primary job +terminated normally, but \d+ process(?:es)? returned",
+       ("Primary job  terminated normally, but 1 process returned",),
+       ("Primary job  terminated normally.", "All 4 processes terminated normally, but slowly")),
     # Open MPI's help text when a rank called MPI_Abort (it printed its own error above, if any)
     _s("mpi-abort", r"MPI_ABORT was invoked on rank ", r"MPI_ABORT was invoked on rank (?P<w>\d+) in communicator",
        ("MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD",),
