@@ -206,3 +206,12 @@ def test_a_report_that_needs_repeats_waits_for_them(shipped):
             "send a keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.\n")
     assert shipped.scan_text(beat * 2).findings == []
     assert [(f.family, f.line) for f in shipped.scan_text(beat * 3).findings] == [("unknown", 1)]
+
+
+def test_a_fault_shape_is_an_error_of_its_own_for_the_verdict(shipped):
+    # a worker's panic outranks what the others print after it (an NCCL error is most often a victim's)
+    res = shipped.scan_text("[rank2]: thread 'main' panicked at src/lib.rs:3:9:\n[rank2]: index out of bounds\n"
+                            "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+                            "remote process exited or there was a network error, NCCL version 2.21.5\n")
+    assert (res.verdict.cause.family, res.verdict.cause.worker) == ("unknown", "2")
+    assert res.verdict.cause.confidence == 0.5

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Iterable, Sequence
 
 from sigclass.records import Cause, Finding, Verdict, Victim
+from sigclass.scan.shapes import fault_line
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import NOT_A_WORKER, Stream
 from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
@@ -182,7 +183,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
             else:
-                tier = TIER_UNKNOWN if any(_ERROR_LINE.search(x) for x in block) else TIER_UNSEEN
+                tier = TIER_UNKNOWN if any(_ERROR_LINE.search(x) or fault_line(x) for x in block) else TIER_UNSEEN
         elif f.family == "nccl-error" and _VICTIM_WORDS.search(text):
             tier = TIER_SECONDARY
         elif f.method == Method.LEARNED and not any(_ERROR_LINE.search(x) for x in block):

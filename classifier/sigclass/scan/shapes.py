@@ -337,6 +337,12 @@ def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
     return own + [e for e in ev if e not in own][: 4 - len(own)]
 
 
+def fault_line(text: str) -> bool:
+    """Whether a line of a block is a fault shape's (a panic, a fatal check, a relayed task error, ...)."""
+    t = text.strip()
+    return any(s.confirm.search(t) for s in FAULTS)
+
+
 def starts_fault(ln: Line) -> bool:
     """Whether a line the fault trigger hit is a failure's first line."""
     hit = _confirm(FAULTS, ln)
