@@ -340,7 +340,7 @@ def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
 def fault_line(text: str) -> bool:
     """Whether a line of a block is a fault shape's (a panic, a fatal check, a relayed task error, ...)."""
     t = text.strip()
-    return any(s.confirm.search(t) for s in FAULTS)
+    return any(s.confirm.search(t) for s in FAULTS if any(n in t for n in s.needles))
 
 
 def starts_fault(ln: Line) -> bool:
