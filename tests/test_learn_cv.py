@@ -146,12 +146,21 @@ def test_both_mode_takes_the_lowest_threshold_from_its_floor():
     assert t == 0.35 and curve[t]["right"] == 69
 
 
-def test_clean_files_are_held_to_all_quiet():
-    # one clean file of 40 named at 0.6: every threshold up to 0.6 fails, however few clean files it is
-    cfs = [_cf("clean") for _ in range(40)] + [_cf("cuda-oom") for _ in range(5)]
-    oof = [_row(0.6)] + [_row(0.01) for _ in range(39)] + [_row(0.9) for _ in range(5)]
+def test_clean_files_are_held_to_98_percent_quiet():
+    # one clean file of 60 named at 0.6 is within the bar (59/60 quiet); a second one is not, and then every
+    # threshold up to 0.6 fails
+    assert evaluate.RETAIN_CLEAN == 0.98
+    cfs = [_cf("clean") for _ in range(60)] + [_cf("cuda-oom") for _ in range(5)]
+    oof = [_row(0.6)] + [_row(0.001) for _ in range(59)] + [_row(0.9) for _ in range(5)]
     t, curve = evaluate.choose_threshold(cfs, oof, LABELS)
-    assert t == 0.65 and curve[0.6]["clean_quiet"] == 39 / 40
+    assert t == 0.01 and curve[0.6]["clean_quiet"] == 59 / 60
+    oof[1] = _row(0.6)
+    t, curve = evaluate.choose_threshold(cfs, oof, LABELS)
+    assert t == 0.65 and curve[0.6]["clean_quiet"] == 58 / 60
+    # `both` holds every clean file the regexes leave quiet to quiet: one is enough to raise it
+    oof[1] = _row(0.001)
+    t, curve = evaluate.choose_threshold(cfs, oof, LABELS, "both")
+    assert evaluate.RETAIN_CLEAN_BOTH == 1.0 and t == 0.65 and curve[0.6]["clean_quiet"] == 59 / 60
 
 
 def test_a_block_that_announces_a_retry_is_never_named():
