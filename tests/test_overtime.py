@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import regex
 from typer.testing import CliRunner
 
 import sigclass
@@ -236,3 +237,20 @@ def test_a_recovered_error_does_not_fail_its_unit(tmp_path: Path):
     (run / "gpu0" / "shard_1.log").write_text(RECOVERED.rsplit("{'loss'", 2)[0])
     units = {u.unit: u for u in sigclass.analyze_run(run, signatures="regex").units}
     assert units["0"].status != "failed" and units["1"].status == "failed"
+
+
+@pytest.mark.parametrize("source, has", [
+    (r"loss (?P<value>\S+)", True), (r"x(?<value>\d+)", True), (r"^(?P<value>1)", True),
+    (r"\\(?P<value>1)", True),  # an escaped backslash, then the group
+    (r"\(?P<value>", False),  # an escaped bracket: no group
+    (r"(?P<val>\d)", False), (r"(?P<values>1)", False)])
+def test_value_group_is_read_from_the_pattern_text(source, has):
+    # the metric rule's check reads the pattern's text; it must agree with what the regex module compiles
+    from sigclass.ledger.overtime import _VALUE_GROUP
+    assert bool(_VALUE_GROUP.search(source)) is has
+    try:
+        compiled = regex.compile(source)
+    except regex.error:
+        assert not has
+    else:
+        assert ("value" in compiled.groupindex) is has

@@ -14,6 +14,7 @@ Four kinds (docs/ledger.md has the reference):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -103,6 +104,10 @@ class TimeRule:
         return d
 
 
+# a named group `value`, as the regex module spells it ((?P<value>...) or (?<value>...)), its bracket not escaped
+_VALUE_GROUP = re.compile(r"(?:^|[^\\])(?:\\\\)*\(\?P?<value>")
+
+
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -178,7 +183,8 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
                     fields[key] = float(v)
         for key in ("pattern",) if kind in ("metric",) or (kind == "storm" and when) else ():
             p = fields.get(key)
-            if p is not None and p.compiled is not None and "value" not in p.compiled.groupindex:
+            # read from the pattern's text, not a compiled pattern: loading the ledger compiles no rule pattern
+            if p is not None and not _VALUE_GROUP.search(p.source):
                 errs.add(at("over_time", i, key), "this pattern needs a (?P<value>...) group: the number the condition is about")
                 bad = True
         if kind == "stall" and "alive" not in fields and "ended_by" not in fields:
