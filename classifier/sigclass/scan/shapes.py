@@ -330,17 +330,16 @@ def _confirm(shapes: tuple[Shape, ...], ln: Line) -> tuple[Shape, re.Match[str]]
     return None
 
 
-def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
-    """A fault block's evidence: the lines a fault shape confirms (without the prefix), then its exception lines."""
-    own = [t.strip()[:500] for t in texts
-           if any(s.confirm.search(t.strip()) for s in FAULTS if any(n in t for n in s.needles))][:2]
-    return own + [e for e in ev if e not in own][: 4 - len(own)]
-
-
 def fault_line(text: str) -> bool:
     """Whether a line of a block is a fault shape's (a panic, a fatal check, a relayed task error, ...)."""
     t = text.strip()
     return any(s.confirm.search(t) for s in FAULTS if any(n in t for n in s.needles))
+
+
+def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
+    """A fault block's evidence: the lines a fault shape confirms (without the prefix), then its exception lines."""
+    own = [t.strip()[:500] for t in texts if fault_line(t)][:2]
+    return own + [e for e in ev if e not in own][: 4 - len(own)]
 
 
 def starts_fault(ln: Line) -> bool:
