@@ -180,6 +180,49 @@ FAULTS: tuple[Shape, ...] = (
        ("In 'config_quadrotor': Could not find 'task_deploy/track_poly'",
         "Could not override 'trainer.gpus'.", "Cannot find primary config 'train'. Check that it's in your config search path."),
        ("WARNING: Could not find 'nvidia-smi', skipping GPU info", "Could not find the cache, downloading")),
+    # ONNX Runtime's Python exceptions (their class names end in neither Error nor Exception: `InvalidArgument`,
+    # `Fail`, `NoSuchFile`, `RuntimeException`, `EPFail`), their text as the runtime's Status prints it:
+    # `onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : ...`
+    _s("ort-error", r"\[ONNXRuntimeError\] : ",
+       r"(?:^|[\s`'\"(])(?:[A-Za-z_]\w*\.)*[A-Z]\w*: \[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ",
+       ("onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : "
+        "Got invalid dimensions for input: input for the following indices",
+        "Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from model.onnx failed:Protobuf parsing failed."),
+       ("INFO retry after [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : was logged",
+        "see the docs for [ONNXRuntimeError] : codes")),
+    # TensorRT's logger at error level: `[TRT] [E] 10: [optimizer.cpp::computeCosts::2011] Error Code 10: Internal
+    # Error (...)` (8.x+, the Python logger; trtexec prints `[E] [TRT]`), and 7.x's `[TensorRT] ERROR:
+    # ../builder/tacticOptimizer.cpp (1715) - TRTInternal Error in computeCosts: 0 (...)`
+    _s("tensorrt-error", r"\[TRT\] \[[EF]\] |\[[EF]\] \[TRT\] |\[TensorRT\] (?:INTERNAL )?ERROR: ",
+       r"(?:\[TRT\] \[[EF]\]|\[[EF]\] \[TRT\]) \d+: \[[^\]]+\] Error Code \d+: "
+       r"|\[TensorRT\] (?:INTERNAL )?ERROR: .*\.(?:cpp|cu|h) \(\d+\) - .*Error in \w+: ",
+       ("[02/19/2022-21:14:43] [TRT] [E] 10: [optimizer.cpp::computeCosts::2011] Error Code 10: Internal Error "
+        "(Could not find any implementation for node {ForeignNode[x...y]}.)",
+        "[TensorRT] ERROR: ../rtSafe/cuda/caskConvolutionRunner.cpp (408) - Cuda Error in execute: 1 "
+        "(invalid argument)",
+        "[12/01/2023-10:00:00] [E] [TRT] 4: [network.cpp::validate::3062] Error Code 4: Internal Error (x)"),
+       ("[TRT] [W] TensorRT was linked against cuDNN 8.6.0 but loaded cuDNN 8.5.0",
+        "[TensorRT] ERROR: Try increasing the workspace size with IBuilderConfig::setMaxWorkspaceSize()")),
+    # Open MPI's handler for MPI_ERRORS_ARE_FATAL (ompi/errhandler/errhandler_predefined.c): `*** An error occurred
+    # in MPI_Init_thread`, then `*** on a NULL communicator` and `*** MPI_ERRORS_ARE_FATAL ...`
+    _s("mpi-errors-fatal", r"\*\*\* An error occurred in ", r"^\*\*\* An error occurred in MPI_\w+",
+       ("*** An error occurred in MPI_Init_thread", "*** An error occurred in MPI_Allreduce"),
+       ("INFO *** An error occurred in MPI_Init_thread was fixed in 4.1", "*** An error occurred in the docs")),
+    # glog's (and absl's, XLA's, TensorFlow's) FATAL level: the process aborts after the line:
+    # `F0315 12:00:00.123456  4242 tensor.cc:42] message`, `2021-05-01 10:00:00.000000: F
+    # tensorflow/core/kernels/x.cc:42] message`
+    _s("glog-fatal", r"\.cc:[0-9]+\] |\.cpp:[0-9]+\] ",
+       r"^(?:F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: F )[\w./-]+\.(?:cc|cpp):\d+\] \S",
+       ("F0612 08:53:36.491003 140171 pjrt_stream_executor_client.cc:2104] Non-OK-status: status",
+        "2021-05-01 10:00:00.000000: F tensorflow/core/kernels/conv_ops.cc:1120] Check failed: x"),
+       ("I0612 08:53:36.491003 140171 gpu_helpers.cc:21] Using BFC allocator.",
+        "W0612 08:53:36.491003 140171 cuda_executor.cc:1040] could not open file",
+        "2021-05-01 10:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:142] This TensorFlow binary")),
+    # glibc's assert(): `prog: src/x.c:42: int main(): Assertion `n > 0' failed.` (then SIGABRT)
+    _s("c-assert", r"' failed\.", r"^[^\s:]+: [^\s:]+:\d+: [^:]*: Assertion `.*' failed\.",
+       ("python3: src/nccl_ops.cpp:120: void launch(int): Assertion `n > 0' failed.",
+        "main: ggml.c:4512: ggml_new_tensor_impl: Assertion `false' failed."),
+       ("INFO: the check `n > 0' failed. retrying", "Device-side assertion `t >= 0 && t < n_classes' failed.")),
     # an ERROR / CRITICAL log line that names the exception it caught (`ERROR:root:Training failed:
     # RuntimeError: ...`, `[ERROR] ValueError: ...`), not one announcing a retry or a fallback
     _s("error-log-exception", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*[a-z](?:Error|Exception): ",
@@ -288,6 +331,11 @@ _NEEDLES = {
     "c10d-timeout": ("The client socket has timed out after ",),
     "hydra-config": ("Could not ", "Cannot find primary config '"),
     "error-log-exception": ("Error: ", "Exception: "),
+    "ort-error": ("[ONNXRuntimeError] : ",),
+    "tensorrt-error": ("[TRT] [", "] [TRT] ", "[TensorRT] "),
+    "mpi-errors-fatal": ("*** An error occurred in ",),
+    "glog-fatal": ("cc:", "cpp:"),
+    "c-assert": ("' failed.",),
     "hydra-hint": ("HYDRA_FULL_ERROR=1",),
     "hydra-job": ("Error executing job with overrides: ",),
     "make": (": *** [",),

@@ -21,7 +21,7 @@ from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT, G_SHAPE,
     GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
-    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD,
+    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -350,6 +350,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False
         if blk.phase == "chain_wait":
             return False
+        if SHELL_STOP.match(stripped) and (blk.kind == "tb" or EXC_LINE.match(blk.lines[0][1].body.lstrip())):
+            return False  # an exception's failure, then the shell's or the scheduler's word of the stop: two findings
         if CPP_CONT.match(stripped):
             return True
         if not same_record or NEW_RECORD.match(stripped):

@@ -61,6 +61,14 @@ CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling
                     r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn
 
 
+# a shell's or a batch system's word that a process ended, printed after the process's own last line: never a line
+# of an exception's message, so it ends the failure block above it (a user's exception then a `Terminated` is that
+# exception's failure, the stop a finding of its own)
+SHELL_STOP = re.compile(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]*m)* *$|\[\d+\][-+]? +(?:Killed|Terminated|Exit \d+) "
+                        r"|srun: (?:error: |Job step aborted|forcing job termination)|slurmstepd: error: \*\*\* (?:JOB|STEP) "
+                        r"|[\w./-]+: line \d+: +\d+ +(?:Killed|Terminated) )")
+
+
 CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
 MARKER = re.compile(

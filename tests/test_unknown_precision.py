@@ -1,0 +1,115 @@
+"""Unknowns stay unknown: a user's exception followed by the shell's or the scheduler's word of the stop is that
+exception's failure (the stop a finding of its own, its victim), and the runtimes' failure lines that print no
+Python exception (ONNX Runtime, TensorRT, Open MPI, glog FATAL, C assert) open an `unknown` finding with a
+fingerprint that does not depend on where or when they were printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from sigclass.authoring.examples import first_root_family
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.scanner import Scanner
+from sigclass.scan.triggers import SHELL_STOP
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return Scanner(load_ledger(), signatures="regex")
+
+
+USER_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 40, in <module>
+    main()
+ValueError: invalid literal for int() with base 10: 'x'
+"""
+
+
+@pytest.mark.parametrize("stop", [
+    "Terminated",
+    "Killed",
+    "srun: error: node12: task 0: Exited with exit code 1",
+    "[1]+  Terminated              python train.py",
+    "./run.sh: line 12: 41234 Killed                  python train.py",
+    "slurmstepd: error: *** STEP 402211.0 ON node-a CANCELLED AT 2024-09-18T10:21:55 ***",
+])
+def test_a_stop_after_a_user_exception_does_not_name_it(shipped, stop):
+    res = shipped.scan_text(USER_TRACEBACK + stop + "\n")
+    assert first_root_family(res.findings) == "unknown"
+    unknown = res.findings[0]
+    assert unknown.end_line == 4 and stop not in unknown.block
+
+
+def test_a_stop_alone_is_still_its_family(shipped):
+    res = shipped.scan_text("step 10 loss 2.1\nslurmstepd: error: *** JOB 1234 ON node1 CANCELLED AT 2024-01-01T10:00:00 ***\n")
+    assert first_root_family(res.findings) == "process-killed-by-signal"
+
+
+# torchelastic's summary: its exit code lines are the message of its ChildFailedError, not a stop after it
+CHILD_FAILED_KILL = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 1234)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 1234
+============================================================
+"""
+
+
+def test_a_launcher_summary_keeps_its_exit_code(shipped):
+    res = shipped.scan_text(CHILD_FAILED_KILL)
+    assert first_root_family(res.findings) == "host-oom-killed"
+
+
+@pytest.mark.parametrize("line", [
+    "Killed", "Terminated", "\x1b[0;31mKilled\x1b[0m", "srun: error: n1: task 3: Killed", "[2]-  Killed   python a.py",
+    "srun: forcing job termination",
+])
+def test_shell_stop_lines(line):
+    assert SHELL_STOP.match(line)
+
+
+@pytest.mark.parametrize("line", [
+    "Killed process 1234 (python) total-vm:1234kB", "Terminated workers: 0", "KilledByUser: no",
+    "  exitcode  : -9 (pid: 1234)", "INFO srun: error: none", "[1] Epoch 3 Killed 0 samples",
+])
+def test_shell_stop_lines_not(line):
+    assert not SHELL_STOP.match(line)
+
+
+# the same failure printed at another time, by another process: one fingerprint
+@pytest.mark.parametrize("a,b", [
+    ("[02/19/2022-21:14:43] [TRT] [E] 10: [optimizer.cpp::computeCosts::2011] Error Code 10: Internal Error "
+     "(Could not find any implementation for node {ForeignNode[w...MatMul_2899]}.)",
+     "[03/01/2023-08:00:01] [TRT] [E] 10: [optimizer.cpp::computeCosts::2011] Error Code 10: Internal Error "
+     "(Could not find any implementation for node {ForeignNode[w...MatMul_2899]}.)"),
+    ("*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n[host1:71142] Local abort before MPI_INIT",
+     "*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n[host2:90210] Local abort before MPI_INIT"),
+    ("F0612 08:53:36.491003 140171 pjrt_client.cc:2104] Non-OK-status: status",
+     "F0613 11:02:07.000101 99 pjrt_client.cc:2104] Non-OK-status: status"),
+])
+def test_runtime_failures_are_unknown_with_a_stable_fingerprint(shipped, a, b):
+    fa = shipped.scan_text(f"INFO start\n{a}\n").findings
+    fb = shipped.scan_text(f"INFO start\nINFO loading\n{b}\n").findings
+    assert [f.family for f in fa] == [f.family for f in fb] == ["unknown"]
+    assert fa[0].fingerprint == fb[0].fingerprint
+
+
+def test_runtime_warnings_stay_quiet(shipped):
+    text = """\
+[TRT] [W] TensorRT was linked against cuDNN 8.6.0 but loaded cuDNN 8.5.0
+[TRT] [I] [MemUsageChange] Init CUDA: CPU +328, GPU +0, now: CPU 402, GPU 3370 (MiB)
+I0612 08:53:36.491003 140171 gpu_helpers.cc:21] Using BFC allocator.
+W0612 08:53:36.491003 140171 cuda_executor.cc:1040] could not open file to read NUMA node
+2021-05-01 10:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:142] This TensorFlow binary is optimized
+[W:onnxruntime:, session_state.cc:1166 VerifyEachNodeIsAssignedToAnEp] Some nodes were not assigned to the preferred execution providers
+"""
+    assert shipped.scan_text(text).findings == []
