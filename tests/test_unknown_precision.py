@@ -113,3 +113,57 @@ W0612 08:53:36.491003 140171 cuda_executor.cc:1040] could not open file to read 
 [W:onnxruntime:, session_state.cc:1166 VerifyEachNodeIsAssignedToAnEp] Some nodes were not assigned to the preferred execution providers
 """
     assert shipped.scan_text(text).findings == []
+
+
+# a secondary family's block that holds the exception that failed first: that exception is the failure
+RAY_TRAIN_CHAIN = """\
+Traceback (most recent call last):
+  File "/home/u/train.py", line 40, in <module>
+    result = trainer.fit()
+ray.exceptions.RayTaskError(KeyError): ray::_Inner.train() (pid=1200, ip=10.0.0.2, repr=TorchTrainer)
+  File "/home/u/train.py", line 12, in train_func
+    x = batch["pixel"]
+KeyError: 'pixel'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/home/u/train.py", line 40, in <module>
+    result = trainer.fit()
+ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the previous error messages for a cause.
+"""
+
+RAY_CREATION_TASK = """\
+Traceback (most recent call last):
+  File "/home/u/run.py", line 20, in <module>
+    ray.get(actor.ping.remote())
+ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, ray::Trainer.__init__() (pid=5, ip=10.0.0.1, actor_id=ab12)
+  File "/home/u/run.py", line 9, in __init__
+    wandb.init(project="x")
+wandb.errors.errors.CommError: Run initialization has timed out after 90.0 sec
+"""
+
+RAY_CREATION_OOM = RAY_CREATION_TASK.replace(
+    "wandb.errors.errors.CommError: Run initialization has timed out after 90.0 sec",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+@pytest.mark.parametrize("text", [RAY_TRAIN_CHAIN, RAY_CREATION_TASK])
+def test_a_secondary_family_gives_way_to_the_exception_it_holds(shipped, text):
+    res = shipped.scan_text(text)
+    assert {f.family for f in res.findings} == {"unknown"}
+
+
+def test_a_family_the_held_exception_names_wins(shipped):
+    assert first_root_family(shipped.scan_text(RAY_CREATION_OOM).findings) == "cuda-oom"
+
+
+@pytest.mark.parametrize("text", [
+    RAY_TRAIN_CHAIN.split("\n\n", 1)[1].split("\n", 1)[1],  # the wrapper alone: nothing says why
+    RAY_CREATION_TASK.split("  File \"/home/u/run.py\", line 9")[0],  # the creation error cut off below
+    "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n"
+    "\tclass_name: RayTrainWorker\n\tpid: 3415\nThe actor is dead because its worker process has died. "
+    "Worker exit type: SYSTEM_ERROR\n",
+])
+def test_a_secondary_family_alone_keeps_its_name(shipped, text):
+    assert first_root_family(shipped.scan_text(text).findings) == "ray-actor-died"

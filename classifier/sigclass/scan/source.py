@@ -15,6 +15,7 @@ from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan import exitnoise
+from sigclass.scan.explained import own_cause
 from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
@@ -396,6 +397,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                     blk.time, timed = t, True
                     break
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
+        if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.search):
+            res = None  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
         end_line = blk.lines[-1][0]
         unit = blk.unit
         if res is not None:
