@@ -167,3 +167,56 @@ def test_a_family_the_held_exception_names_wins(shipped):
 ])
 def test_a_secondary_family_alone_keeps_its_name(shipped, text):
     assert first_root_family(shipped.scan_text(text).findings) == "ray-actor-died"
+
+
+# CPython's word that it ignored the exception below: the run goes on, or exits as it would have
+FINALIZER = """\
+Epoch 3: 100%|##########| 500/500 [01:00<00:00, 8.3it/s, loss=0.12]
+Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f8b2c1e5e50>
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1479, in __del__
+    self._shutdown_workers()
+AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute '_workers_status'
+"""
+
+AT_EXIT = """\
+Training complete. Saved to out/
+Error in atexit._run_exitfuncs:
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/logging/__init__.py", line 2182, in shutdown
+    h.flush()
+ValueError: I/O operation on closed file.
+"""
+
+NO_TRACEBACK = """\
+step 10 loss 0.4
+Exception ignored while calling deallocator <function Pool.__del__ at 0x7f00>:
+ResourceWarning: unclosed running multiprocessing pool
+"""
+
+
+@pytest.mark.parametrize("text", [FINALIZER, AT_EXIT, NO_TRACEBACK])
+def test_an_ignored_exception_is_no_failure(shipped, text):
+    assert shipped.scan_text(text).findings == []
+
+
+def test_the_same_exception_not_ignored_is_a_failure(shipped):
+    text = FINALIZER.replace("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f8b2c1e5e50>\n", "")
+    assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]
+
+
+def test_an_ignored_exception_a_family_names_keeps_it(shipped):
+    text = FINALIZER.replace("AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute '_workers_status'",
+                             "RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert first_root_family(shipped.scan_text(text).findings) == "cuda-illegal-memory-access"
+
+
+@pytest.mark.parametrize("probe", ["GET /health HTTP/1.1\" 500", "GET /metrics HTTP/1.1\" 500", "GET /ping HTTP/1.1\" 502"])
+def test_a_health_probe_answered_5xx_is_no_failure(shipped, probe):
+    text = f'INFO:     Started server process [1]\nINFO:     10.0.0.5:41234 - "{probe} Internal Server Error\n'
+    assert shipped.scan_text(text).findings == []
+
+
+def test_a_request_answered_5xx_is_a_failure(shipped):
+    text = 'INFO:     Started server process [1]\nINFO:     10.0.0.5:41234 - "GET /v1/models HTTP/1.1" 500 Internal Server Error\n'
+    assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]

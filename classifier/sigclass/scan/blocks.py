@@ -46,6 +46,7 @@ class OpenBlock:
     wall: float = 0.0
     shaped: bool = False  # it looks like a failure by its shape alone
     own_time: bool = True  # its first line carries a timestamp of its own
+    ignored: bool = False  # printed under CPython's word that it was ignored (`Exception ignored in: ...`)
 
 
 @dataclass

@@ -270,13 +270,17 @@ REPORTS: tuple[Shape, ...] = (
        ("Process finished with exit code 0",)),
     # a served model's answer to a request, as uvicorn's access log prints it: a request that changes state
     # (POST, PUT, PATCH, DELETE) answered 4xx or 5xx, any request answered 5xx but 503 (a health probe before the
-    # server is ready); 429 and 499 are load, not a failure of the request's own
+    # server is ready) and those of a probe of its health, readiness or metrics (a probe's answer says the
+    # server is not ready, not that a request failed); 429 and 499 are load, not a failure of the request's own
     _s("http-error", r"HTTP/[0-9.]+\" [45][0-9][0-9]",
-       r"\"(?:(?:POST|PUT|PATCH|DELETE) [^\"]* HTTP/[\d.]+\" (?!429|499)4\d\d|[A-Z]+ [^\"]* HTTP/[\d.]+\" (?!503)5\d\d)(?!\d)",
+       r"\"(?:(?:POST|PUT|PATCH|DELETE) [^\"]* HTTP/[\d.]+\" (?!429|499)4\d\d|[A-Z]+ (?!/(?:health|healthz|ready|readyz|live|livez"
+       r"|ping|metrics)[ ?/])[^\"]* HTTP/[\d.]+\" (?!503)5\d\d)(?!\d)",
        ('INFO:     10.0.135.38:48284 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request',
         'INFO:     127.0.0.1:5 - "GET /v1/models HTTP/1.1" 500 Internal Server Error'),
        ('INFO:     192.168.24.70:0 - "GET / HTTP/1.1" 404 Not Found',
         'INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 503 Service Unavailable',
+        'INFO:     10.0.0.1:5 - "GET /health HTTP/1.1" 500 Internal Server Error',
+        'INFO:     10.0.0.1:5 - "GET /metrics HTTP/1.1" 500 Internal Server Error',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 429 Too Many Requests',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK')),
     # Ollama's (gin's) access log: `[GIN] 2024/05/01 - 12:00:00 | 500 |  5.0s |  127.0.0.1 | POST "/api/chat"`

@@ -22,7 +22,7 @@ from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT, G_SHAPE,
     GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
-    MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP,
+    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -279,9 +279,22 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if blk.lines:
                 blk.start = blk.lines[0][0]
                 blk.shaped = blk.shaped or G_EXC in pids
+            else:
+                blk.ignored = self._ignored_above(buf, ls, ln)
+        else:
+            blk.ignored = self._ignored_above(buf, ls, ln)
         blk.lines.append((lineno, ln))
         blk.line_pids.append(pids)
         self.open[ln.stream] = blk
+
+    def _ignored_above(self, buf: bytes, ls: int, ln: Line) -> bool:
+        """Whether the line above a failure's first line, of the same stream, is CPython's word that the
+        exception was ignored (triggers.IGNORED)."""
+        if ls - 1 <= self._lo:
+            return False
+        start = max(buf.rfind(b"\n", self._lo, ls - 1) + 1, self._lo)
+        prev = self._split.get(start) or split_line(buf[start:ls - 1].decode("utf-8", "replace"))
+        return prev.stream == ln.stream and IGNORED.match(prev.body.lstrip()) is not None
 
     def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
         out: list[tuple[int, Line, set[int] | None]] = []
@@ -399,6 +412,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
         if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.search):
             res = None  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
+        if res is None and blk.ignored:
+            return  # an exception CPython says it ignored (a finalizer's, an exit function's): no failure of the run
         end_line = blk.lines[-1][0]
         unit = blk.unit
         if res is not None:

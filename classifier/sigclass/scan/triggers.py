@@ -69,6 +69,13 @@ SHELL_STOP = re.compile(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[
                         r"|[\w./-]+: line \d+: +\d+ +(?:Killed|Terminated) )")
 
 
+# CPython's word that the exception printed below it was ignored: one raised in a finalizer (`__del__`), a weakref
+# callback or an exit function, after which the interpreter goes on or exits as it would have (the exit status is
+# not changed): `Exception ignored in: <function X.__del__ at 0x7f...>` (3.13: `Exception ignored while calling
+# deallocator ...`, `Exception ignored in atexit callback ...`), `Error in atexit._run_exitfuncs:` (before 3.13)
+IGNORED = re.compile(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
+
+
 CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
 MARKER = re.compile(
