@@ -223,6 +223,13 @@ FAULTS: tuple[Shape, ...] = (
        ("python3: src/nccl_ops.cpp:120: void launch(int): Assertion `n > 0' failed.",
         "main: ggml.c:4512: ggml_new_tensor_impl: Assertion `false' failed."),
        ("INFO: the check `n > 0' failed. retrying", "Device-side assertion `t >= 0 && t < n_classes' failed.")),
+    # pytest's report of a failed test: the exception line of its traceback under the `E` marker
+    # (`E       RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)`)
+    _s("pytest-error", r"^E   ", r"^E {3,}(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",
+       ("E       RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)",
+        "E   torch.OutOfMemoryError: CUDA out of memory.", "E       AssertionError: assert 3 == 4"),
+       ("E       assert 3 == 4", "E        +  where 3 = len([1, 2, 3])", "E  RuntimeError: too little indent",
+        "Epoch 3 RuntimeError: none")),
     # an ERROR / CRITICAL log line that names the exception it caught (`ERROR:root:Training failed:
     # RuntimeError: ...`, `[ERROR] ValueError: ...`), not one announcing a retry or a fallback
     _s("error-log-exception", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*[a-z](?:Error|Exception): ",
@@ -336,6 +343,7 @@ _NEEDLES = {
     "hydra-config": ("Could not ", "Cannot find primary config '"),
     "error-log-exception": ("Error: ", "Exception: "),
     "ort-error": ("[ONNXRuntimeError] : ",),
+    "pytest-error": ("E   ",),
     "tensorrt-error": ("[TRT] [", "] [TRT] ", "[TensorRT] "),
     "mpi-errors-fatal": ("*** An error occurred in ",),
     "glog-fatal": ("cc:", "cpp:"),
