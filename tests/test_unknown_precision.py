@@ -220,3 +220,60 @@ def test_a_health_probe_answered_5xx_is_no_failure(shipped, probe):
 def test_a_request_answered_5xx_is_a_failure(shipped):
     text = 'INFO:     Started server process [1]\nINFO:     10.0.0.5:41234 - "GET /v1/models HTTP/1.1" 500 Internal Server Error\n'
     assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]
+
+
+# Slurm ends the step after one task failed: its siblings are killed by the teardown, not by the OOM killer
+SRUN_TEARDOWN = """\
+srun: error: node12: task 5: Exited with exit code 1
+srun: launch/slurm: _step_signal: Terminating StepId=4357.0
+slurmstepd: error: *** STEP 4357.0 ON node12 CANCELLED AT 2021-07-14T08:00:36 ***
+srun: error: node12: tasks 3,7: Killed
+srun: error: node13: task 8: Killed
+"""
+
+# the OOM killer's own word before the same teardown: host RAM it is
+SRUN_OOM_TEARDOWN = """\
+slurmstepd: error: Detected 1 oom_kill event in StepId=4357.0. Some of the step tasks have been OOM Killed.
+srun: error: node12: tasks 1-3: Out Of Memory
+srun: Terminating StepId=4357.0
+slurmstepd: error: *** STEP 4357.0 ON node12 CANCELLED AT 2023-12-05T07:16:01 ***
+srun: error: node12: task 0: Killed
+"""
+
+
+def test_tasks_killed_by_the_step_teardown_are_not_host_oom(shipped):
+    res = shipped.scan_text(SRUN_TEARDOWN)
+    assert first_root_family(res.findings) == "unknown"
+    assert "host-oom-killed" not in {f.family for f in res.findings}
+    assert res.verdict.cause.family == "unknown" and res.verdict.cause.worker == "5"
+
+
+def test_the_oom_killers_word_before_a_teardown_keeps_host_oom(shipped):
+    assert first_root_family(shipped.scan_text(SRUN_OOM_TEARDOWN).findings) == "host-oom-killed"
+
+
+def test_tasks_killed_with_no_teardown_above_stay_host_oom(shipped):
+    text = "step 40 loss 1.2\nsrun: error: node12: task 3: Killed\n"
+    assert first_root_family(shipped.scan_text(text).findings) == "host-oom-killed"
+
+
+def test_a_cancel_with_a_reason_after_a_failed_task_stays_the_stop(shipped):
+    text = SRUN_TEARDOWN.replace("CANCELLED AT 2021-07-14T08:00:36 ***", "CANCELLED AT 2021-07-14T08:00:36 DUE TO TIME LIMIT ***")
+    assert first_root_family(shipped.scan_text(text).findings) == "process-killed-by-signal"
+
+
+# Ray's driver reports the dead actor before the worker's own last words reach it
+RAY_DEAD_THEN_OWN = """\
+ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+\tclass_name: WorkerDict
+\tpid: 27497
+The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.
+(WorkerDict pid=27497) [2025-03-04 19:28:30,014 E 27497 27497] logging.cc:113: Unhandled exception: N5boost10wrapexceptINS_6system12system_errorEEE. what(): thread: Resource temporarily unavailable [system:11]
+"""
+
+
+def test_a_dead_actor_follows_the_workers_own_fatal_line(shipped):
+    res = shipped.scan_text(RAY_DEAD_THEN_OWN)
+    assert first_root_family(res.findings) == "unknown"
+    dead = next(f for f in res.findings if f.family == "ray-actor-died")
+    assert dead.role == "secondary"

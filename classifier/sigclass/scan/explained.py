@@ -14,6 +14,9 @@ exception is the failure, and when no family's pattern names it the block is `un
 
 A block whose only exception lines are the family's own (a bare `ActorDiedError`, an `EngineDeadError` whose root
 is in another process's log) keeps the family.
+
+Likewise srun's `task N: Killed` lines after Slurm began ending a step or a job (`Terminating StepId=...`,
+`*** STEP ... CANCELLED AT ... ***`) are the teardown's kills, not host RAM running out (`teardown_kills`).
 """
 
 from __future__ import annotations
@@ -57,3 +60,22 @@ def own_cause(sig: Signature, lines: list[str], matches: Callable[[object, str],
         if (i < first or relayed) and not any(matches(p, ln) for p in sig.any):
             return True
     return False
+
+
+# srun's word that it killed a task (SIGKILL), and Slurm ending the step or the job before it (after a failed task,
+# at a time limit, on a cancel): once the step is being ended, the tasks still running are killed by it, not by the
+# OOM killer
+SRUN_KILLED = re.compile(r"srun: error: \S+: tasks? [\d,-]+: Killed *$")
+SLURM_ENDING = re.compile(r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT |Terminating StepId=|srun: forcing job termination"
+                          r"|srun: Job step aborted")
+
+
+def teardown_kills(sig: Signature, lines: list[str], matches: Callable[[object, str], object]) -> bool:
+    """Whether a block the host-oom-killed family names holds only srun's `task N: Killed` lines printed after
+    Slurm began ending the step (no OOM killer's own word, no exit code 137): the kills are the step's teardown."""
+    if sig.id != "host-oom-killed":
+        return False
+    ev = [i for i, ln in enumerate(lines) if any(matches(p, ln) for p in sig.any)]
+    if not ev or not all(SRUN_KILLED.search(lines[i]) for i in ev):
+        return False
+    return any(SLURM_ENDING.search(ln) for ln in lines[:ev[0]])

@@ -456,10 +456,20 @@ def _says_why(line: str) -> bool:
 REPORT_TITLE = "Failure no signature explains (reported by its launcher, nothing of its own printed)"
 
 
-def _explained(findings: list[Finding]) -> bool:
-    """Whether the source's findings explain a report: any finding does, but a launcher tearing down siblings."""
+# Slurm ending a step after one of its tasks failed: srun's `_step_signal: Terminating StepId=...` and slurmstepd's
+# `*** STEP 4357.0 ON node CANCELLED AT 2021-07-14T08:00:36 ***` with no reason (a time limit or a preemption names
+# one: `DUE TO TIME LIMIT`); printed after the failed task's exit, it is the teardown of its siblings
+STEP_STOP = re.compile(r"\*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\* *$|(?:_step_signal: |srun: )Terminating StepId=")
+
+
+def _explained(findings: list[Finding], first_report: int | None = None) -> bool:
+    """Whether the source's findings explain a report: any finding does, but a launcher tearing down siblings
+    (or Slurm ending the step, below the first report of a failed task)."""
     for f in findings:
         if f.family == "process-killed-by-signal" and all(_TEARDOWN.search(x) for x in (f.evidence or f.block)):
+            continue
+        if f.family == "process-killed-by-signal" and first_report is not None and f.line > first_report \
+                and all(STEP_STOP.search(x) for x in (f.evidence or f.block)):
             continue
         if f.family == UNKNOWN and not any(_says_why(x) for x in f.block):
             continue  # a traceback cut short before its exception line says nothing of why
@@ -475,12 +485,10 @@ def emit_reports(st: ScanState) -> None:
     """At the end of a source: its reports and launcher exits nothing else explains become `unknown` findings,
     one per worker (its first report: what follows it is the same failure told again), in line order among the
     others."""
-    if _explained(st.findings):
-        return
     rows = [Report(e.line, e.text, e.worker, e.code, e.time) for e in st.exits if _failed(e.code) and e.code is not None]
     seen_shapes = Counter(r.shape for r in st.reports)
     rows += [r for r in st.reports if seen_shapes[r.shape] >= _LEAST.get(r.shape, 1)]
-    if not rows:
+    if not rows or _explained(st.findings, min(r.line for r in rows)):
         return
     seen: set[str | None] = set()
     made = False

@@ -15,7 +15,7 @@ from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan import exitnoise
-from sigclass.scan.explained import own_cause
+from sigclass.scan.explained import own_cause, teardown_kills
 from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
@@ -412,6 +412,11 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
         if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.search):
             res = None  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
+        if res is not None and teardown_kills(res[0], bodies, self.sc.guard.search):
+            # the step's teardown killed the tasks: the block is what else it says (the stop), not host-oom-killed
+            sig_id = res[0].id
+            res = self.sc.classify_block(texts, {p for p in blk.pids if self.sc.any_family.get(p) != sig_id}, fact,
+                                         blk.line_pids)
         if res is None and blk.ignored:
             return  # an exception CPython says it ignored (a finalizer's, an exit function's): no failure of the run
         end_line = blk.lines[-1][0]

@@ -7,7 +7,7 @@
   (ray-actor-died) or a dead vLLM engine (vllm-engine-dead) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
   rank) becomes a victim of the first root within LATE_ROOT_LINES below it; of the failures no family
   explains, only a launcher's report of the failed worker (scan/shapes.py) or, after a dead Ray worker, the
-  exception its task raised can be that root.
+  exception its task raised or a fatal line of the worker's own (a C++ unhandled exception) can be that root.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
 from sigclass.scan.overtime import quiet_spell
-from sigclass.scan.shapes import is_report, RAY_RELAY
+from sigclass.scan.shapes import fault_line, is_report, RAY_RELAY
 from sigclass.scan.triggers import EXC_LINE
 from sigclass.text.lines import fingerprint
 from sigclass.vocab import Method, Role, Status, UNKNOWN
@@ -143,11 +143,12 @@ def _telling(f: Finding, g: Finding) -> bool:
 def _names_root(f: Finding, g: Finding) -> bool:
     """Whether g may be the root a late victim f follows: a family's fault; of the failures no family explains,
     a launcher's report of the worker that failed (scan/shapes.py), and after a dead Ray worker the error its
-    task raised."""
+    task raised or a fatal line of the worker's own (a C++ unhandled exception, a failed check: shapes.FAULTS)."""
     if g.family != UNKNOWN:
         return True
     return is_report(g) or (f.family == "ray-actor-died"
-                             and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) for b in g.block))
+                             and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) or fault_line(b)
+                                     for b in g.block))
 
 
 def _after(f: Finding, g: Finding) -> bool:
