@@ -277,3 +277,25 @@ def test_a_dead_actor_follows_the_workers_own_fatal_line(shipped):
     assert first_root_family(res.findings) == "unknown"
     dead = next(f for f in res.findings if f.family == "ray-actor-died")
     assert dead.role == "secondary"
+
+
+@pytest.mark.parametrize("line", [
+    "Error: [bentoml-cli] `serve` failed: Invalid Tag _service:svc",
+    "llama_model_load: error loading model: llama_model_loader: failed to load model",
+    "| tensorrt_llm | 1 | UNAVAILABLE: Internal: unexpected error when creating modelInstanceState",
+    "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: division by zero",
+    "2024-01-01 10:00:00.123 | ERROR    | app.worker:run:88 - Failed to process batch: KeyError('labels')",
+])
+def test_serving_and_tool_failures_are_unknown(shipped, line):
+    res = shipped.scan_text(f"INFO starting\n{line}\n")
+    assert [f.family for f in res.findings] == ["unknown"]
+
+
+@pytest.mark.parametrize("line", [
+    "2024-01-01 10:00:00,000 INFO Error: 0.0213 on the validation split",
+    "2024-01-01 10:00:00,000 WARNING Error: the cache is cold, filling it",
+    "Error: 0.0213",
+    "ERROR Failed to start metrics exporter, retrying in 5s",
+])
+def test_error_words_that_are_no_failure_stay_quiet(shipped, line):
+    assert shipped.scan_text(f"INFO starting\n{line}\n").findings == []

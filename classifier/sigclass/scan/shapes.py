@@ -232,15 +232,59 @@ FAULTS: tuple[Shape, ...] = (
         "Epoch 3 RuntimeError: none")),
     # an ERROR / CRITICAL log line that names the exception it caught (`ERROR:root:Training failed:
     # RuntimeError: ...`, `[ERROR] ValueError: ...`), not one announcing a retry or a fallback
-    _s("error-log-exception", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*[a-z](?:Error|Exception): ",
-       r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)\]?(?::[\w.]*:|[:\]|]| -)? ?.*?(?<![\w.])"
-       r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ",
+    _s("error-log-exception", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*(?:[a-z](?:Error|Exception)(?:: |\(['\"0-9)])| Exception: )"
+                              r"|[EF][0-9]{4} [0-9:.]+ +[0-9]+ [^ ]+:[0-9]+\] .*[a-z](?:Error|Exception)(?:: |\()",
+       r"(?:(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)\]?(?::[\w.]*:|[:\]|]| -)? ?|^[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] )"
+       r".*?(?<![\w.])(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: |\((?=['\"\d)]))|Exception: )",
        ("ERROR:root:Training failed: ValueError: Expected input batch_size (8) to match target batch_size (16).",
         "[2024-01-01 10:00:00] [ERROR] RuntimeError: shape '[2, 3]' is invalid for input of size 7",
-        "2024-05-01 12:00:00,000 - trainer - ERROR - Job crashed: KeyError: 'labels'"),
+        "2024-05-01 12:00:00,000 - trainer - ERROR - Job crashed: KeyError: 'labels'",
+        # a logged exception's repr (`{e!r}`), a bare Exception, absl's error level (`E0101 ... file.py:88] ...`)
+        "2024-01-01 10:00:00.123 | ERROR    | app.worker:run:88 - Failed to process batch: KeyError('labels')",
+        "[2024-01-01 10:00:00,000][root][ERROR] - Exception: the reward model returned no scores",
+        "E0101 10:00:00.000000 1234 trainer.py:88] Step failed: ValueError: bad shape"),
        ("ERROR:root:Download failed: ConnectionError: reset by peer, retrying in 5s",
         "WARNING: ValueError: ignored", "2024-01-01 INFO ERRORS: 0, TimeoutError: none",
-        "ERROR:root:ConnectionError: timed out; falling back to the local copy")),
+        "ERROR:root:ConnectionError: timed out; falling back to the local copy",
+        "ERROR:root:Upload failed: ConnectionError('reset'), retrying in 5s",
+        "E0101 10:00:00.000000 1234 cuda_dnn.cc:8310] Unable to register cuDNN factory",
+        "INFO: handled KeyError('x') in the collate function")),
+    # an ERROR-level line that says a server, an engine or a model failed to start or to load, the last word of a
+    # serving stack before it exits (KServe's `Failed to start model server: ...`)
+    _s("error-log-failed-start", r"(?:ERROR|CRITICAL|FATAL)[]:| -].*[Ff]ailed to (?:start|launch|load|initiali[sz]e) ",
+       r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)\]?(?::[\w.]*:|[:\]|]| -)? ?.*?\b[Ff]ailed to (?:start|launch|load|initiali[sz]e) "
+       r"(?:the |a |an )?(?:model|server|engine|worker|service|backend|pipeline|predictor)",
+       ("2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start model server: integer "
+        "division or modulo by zero",
+        "ERROR 03-01 10:00:00 [server.py:12] Failed to load model: no such file"),
+       ("WARNING Failed to start model server on port 8080, trying 8081",
+        "ERROR Failed to start metrics exporter, retrying in 5s",
+        "ERROR:root:Failed to load model card, ignoring")),
+    # a command-line tool's last word before exit 1, as click (ClickException.show), cobra (Go) and anyhow (Rust)
+    # print it on a line of its own: `Error: [bentoml-cli] `serve` failed: Invalid Tag`, `Error: model requires more
+    # system memory (9.5 GiB) than is available`; not under a log header, not a value (`Error: 0.02`)
+    _s("cli-error", r"^Error: ", r"^Error: (?!(?:none|null|nil|n/a|false|true)\b)(?=[^\d\s.%+-])(?=.*[A-Za-z]{3}.*[A-Za-z]{3})",
+       ("Error: [bentoml-cli] `serve` failed: Invalid Tag _service:svc",
+        "Error: the server exited before becoming ready",
+        "Error: llama runner process has terminated: signal: aborted (core dumped)"),
+       ("Error: 0.0213", "Error: none", "Error: 12.5% (target 10%)", "error: lowercase",
+        "Error: n/a")),
+    # llama.cpp's and ggml's own words when a model cannot be loaded or an assertion fails
+    # (`llama_model_load: error loading model: ...`, `srv    load_model: failed to load model`,
+    # `ggml/src/ggml.c:1560: GGML_ASSERT(x) failed`)
+    _s("llamacpp-error", r": error loading model: |: failed to load model|GGML_ASSERT\(",
+       r"^(?:\w+ +)?\w+: (?:error loading model: |failed to load model)|GGML_ASSERT\(.*\) failed",
+       ("llama_model_load: error loading model: llama_model_loader: failed to load model",
+        "srv    load_model: failed to load model",
+        "/app/ggml/src/ggml-cuda/ggml-cuda.cu:1500: GGML_ASSERT(ggml_nbytes(src0) <= INT_MAX) failed"),
+       ("INFO: retry after: failed to load model earlier", "see GGML_ASSERT( docs")),
+    # Triton's model table at start-up: a model that could not be loaded, and TensorRT-LLM's assertion
+    # (`| tensorrt_llm | 1 | UNAVAILABLE: Internal: ...`, `[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp`)
+    _s("triton-unavailable", r"\| UNAVAILABLE: |\[TensorRT-LLM\]\[ERROR\] Assertion failed: ",
+       r"^\| *[^|]+ \| *\d+ +\| UNAVAILABLE: |\[TensorRT-LLM\]\[ERROR\] Assertion failed: ",
+       ("| tensorrt_llm   | 1       | UNAVAILABLE: Internal: unexpected error when creating modelInstanceState",
+        "[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/app/cpp/runtime/worldConfig.cpp:80)"),
+       ("| preprocessing  | 1       | READY |", "the UNAVAILABLE: state means the model did not load")),
 )
 
 REPORTS: tuple[Shape, ...] = (
@@ -341,7 +385,11 @@ _NEEDLES = {
     "click-usage": ("Error: ",),
     "c10d-timeout": ("The client socket has timed out after ",),
     "hydra-config": ("Could not ", "Cannot find primary config '"),
-    "error-log-exception": ("Error: ", "Exception: "),
+    "error-log-exception": ("Error: ", "Exception: ", "Error(", "Exception("),
+    "error-log-failed-start": ("ailed to ",),
+    "cli-error": ("Error: ",),
+    "llamacpp-error": (": error loading model: ", ": failed to load model", "GGML_ASSERT("),
+    "triton-unavailable": ("| UNAVAILABLE: ", "[TensorRT-LLM][ERROR] Assertion failed: "),
     "ort-error": ("[ONNXRuntimeError] : ",),
     "pytest-error": ("E   ",),
     "tensorrt-error": ("[TRT] [", "] [TRT] ", "[TensorRT] "),
@@ -407,7 +455,10 @@ def starts_fault(ln: Line) -> bool:
     hit = _confirm(FAULTS, ln)
     if hit is None:
         return False
-    return not (hit[0].name == "error-log-exception" and _announces_retry(ln.content))
+    name = hit[0].name
+    if name == "cli-error":
+        return not ln.header  # the tool's own line, not a log record's message
+    return not (name in ("error-log-exception", "error-log-failed-start") and _announces_retry(ln.content))
 
 
 @dataclass(frozen=True, slots=True)
