@@ -273,11 +273,12 @@ FAULTS: tuple[Shape, ...] = (
     # (`llama_model_load: error loading model: ...`, `srv    load_model: failed to load model`,
     # `ggml/src/ggml.c:1560: GGML_ASSERT(x) failed`)
     _s("llamacpp-error", r": error loading model: |: failed to load model|GGML_ASSERT\(",
-       r"^(?:\w+ +)?\w+: (?:error loading model: |failed to load model)|GGML_ASSERT\(.*\) failed",
+       r"^(?:[a-z]\w* +)?(?!warn|info|debug|note)[a-z]\w*: (?:error loading model: |failed to load model)|GGML_ASSERT\(.*\) failed",
        ("llama_model_load: error loading model: llama_model_loader: failed to load model",
         "srv    load_model: failed to load model",
         "/app/ggml/src/ggml-cuda/ggml-cuda.cu:1500: GGML_ASSERT(ggml_nbytes(src0) <= INT_MAX) failed"),
-       ("INFO: retry after: failed to load model earlier", "see GGML_ASSERT( docs")),
+       ("INFO: retry after: failed to load model earlier", "see GGML_ASSERT( docs",
+        "WARNING: failed to load model card, using defaults", "warning: failed to load model hash cache")),
     # Triton's model table at start-up: a model that could not be loaded, and TensorRT-LLM's assertion
     # (`| tensorrt_llm | 1 | UNAVAILABLE: Internal: ...`, `[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp`)
     _s("triton-unavailable", r"\| UNAVAILABLE: |\[TensorRT-LLM\]\[ERROR\] Assertion failed: ",
