@@ -299,3 +299,33 @@ def test_serving_and_tool_failures_are_unknown(shipped, line):
 ])
 def test_error_words_that_are_no_failure_stay_quiet(shipped, line):
     assert shipped.scan_text(f"INFO starting\n{line}\n").findings == []
+
+
+# pip retries a failed wheel build with setup.py: the install that then succeeds is no failure
+PIP_RETRIED = """\
+Building wheels for collected packages: fairscale
+  Building wheel for fairscale (setup.py) ... error
+  ERROR: Failed building wheel for fairscale
+  Running setup.py clean for fairscale
+Failed to build fairscale
+Installing collected packages: fairscale
+  Running setup.py install for fairscale ... done
+Successfully installed fairscale-0.4.13
+"""
+
+
+def test_a_wheel_build_pip_retried_is_no_failure(shipped):
+    assert shipped.scan_text(PIP_RETRIED).findings == []
+
+
+def test_an_install_pip_gave_up_on_is_unknown(shipped):
+    text = PIP_RETRIED.rsplit("Installing", 1)[0] + (
+        "ERROR: Could not build wheels for fairscale, which is required to install pyproject.toml-based projects\n")
+    assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]
+
+
+def test_a_served_error_body_is_unknown_only_when_nothing_else_explains_it(shipped):
+    body = '{"object":"error","message":"This model\'s maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}\n'
+    assert [f.family for f in shipped.scan_text("$ curl localhost:8000/v1/completions\n" + body).findings] == ["unknown"]
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert [f.family for f in shipped.scan_text(oom + body).findings] == ["cuda-oom"]

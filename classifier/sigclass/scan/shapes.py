@@ -223,6 +223,28 @@ FAULTS: tuple[Shape, ...] = (
        ("python3: src/nccl_ops.cpp:120: void launch(int): Assertion `n > 0' failed.",
         "main: ggml.c:4512: ggml_new_tensor_impl: Assertion `false' failed."),
        ("INFO: the check `n > 0' failed. retrying", "Device-side assertion `t >= 0 && t < n_classes' failed.")),
+    # glibc's heap and stack checks before abort() (malloc_printerr, __fortify_fail), with the old `*** Error in
+    # `prog': ... ***` frame: `free(): invalid pointer`, `double free or corruption (!prev)`,
+    # `*** stack smashing detected ***: terminated`
+    _s("glibc-abort", r"free\(\): invalid |double free or corruption|malloc\(\): |corrupted size vs\. prev_size"
+                      r"|corrupted double-linked list|munmap_chunk\(\): invalid pointer|stack smashing detected",
+       r"^(?:\*\*\* Error in `[^`]*': )?(?:free\(\): invalid (?:pointer|size|next size)|double free or corruption \("
+       r"|malloc\(\): (?:corrupted|memory corruption|unaligned|invalid)|corrupted size vs\. prev_size"
+       r"|corrupted double-linked list|munmap_chunk\(\): invalid pointer|\*\*\* stack smashing detected \*\*\*)",
+       ("free(): invalid pointer", "*** Error in `python': double free or corruption (!prev): 0x00005581c0a7e010 ***",
+        "malloc(): unaligned tcache chunk detected", "*** stack smashing detected ***: terminated"),
+       ("INFO: checked for double free or corruption: none", "the docs on free(): invalid pointer")),
+    # pip's last word when an install cannot be done (the wheel build of one package may fail and be retried with
+    # setup.py: `Failed building wheel` is not the end; these are)
+    _s("pip-error", r"ERROR: Could not build wheels for |ERROR: No matching distribution found for |ERROR: ResolutionImpossible"
+                    r"|ERROR: Cannot install |ERROR: Could not install packages due to |error: legacy-install-failure",
+       r"^(?:ERROR: (?:Could not build wheels for |No matching distribution found for |ResolutionImpossible"
+       r"|Cannot install |Could not install packages due to )|error: legacy-install-failure)",
+       ("ERROR: Could not build wheels for flash-attn, which is required to install pyproject.toml-based projects",
+        "ERROR: No matching distribution found for vllm==0.99.0",
+        "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"),
+       ("ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
+        "  ERROR: Failed building wheel for flash-attn")),
     # pytest's report of a failed test: the exception line of its traceback under the `E` marker
     # (`E       RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)`)
     _s("pytest-error", r"^E   ", r"^E {3,}(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",
@@ -360,6 +382,21 @@ REPORTS: tuple[Shape, ...] = (
        ("WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'n1_1_0' has failed to send a "
         "keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.",),
        ("INFO: The node 'n1_1_0' has sent a keep-alive heartbeat to the rendezvous 'none'.",), least=3),
+    # the error body an OpenAI-compatible server answers a request with, as the client prints it (vLLM's
+    # ErrorResponse: `{"object":"error","message":"...","type":"BadRequestError","param":null,"code":400}`, and the
+    # OpenAI form `{"error": {"message": "...", "type": ...}}`)
+    _s("served-error-body", r"\{\"object\": ?\"error\", ?\"message\": ?\"|\{\"error\": ?\{\"message\": ?\"",
+       r"\{\"object\": ?\"error\", ?\"message\": ?\"|\{\"error\": ?\{\"message\": ?\"",
+       ('{"object":"error","message":"This model\'s maximum context length is 4096 tokens.","type":"BadRequestError",'
+        '"param":null,"code":400}',
+        '{"error": {"message": "The model `x` does not exist.", "type": "NotFoundError", "param": null, "code": 404}}'),
+       ('{"object":"list","data":[{"id":"x","object":"model"}]}', '{"error": null, "message": "ok"}')),
+    # a CI runner's word that the job's command failed: GitHub Actions (`##[error]Process completed with exit code
+    # 1.`), GitLab (`ERROR: Job failed: exit code 1`)
+    _s("ci-exit", r"Process completed with exit code |ERROR: Job failed: exit code ",
+       r"(?:(?:^##\[error\]|^Error: |^)Process completed with|^ERROR: Job failed:) exit code (?P<code>\d+)",
+       ("##[error]Process completed with exit code 1.", "ERROR: Job failed: exit code 2"),
+       ("##[error]Process completed with exit code 0.", "INFO: the step Process completed with exit code 1 is retried")),
     # vLLM's OpenAI server logging the error it answers a request with (serving_chat.py, serving_completion.py)
     _s("served-error", r"Error with model ", r"Error with model (?:object='error'|ErrorResponse\(|error=)",
        ("ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object='error' message='The model `x` does "
@@ -388,6 +425,11 @@ _NEEDLES = {
     "hydra-config": ("Could not ", "Cannot find primary config '"),
     "error-log-exception": ("Error: ", "Exception: ", "Error(", "Exception("),
     "error-log-failed-start": ("ailed to ",),
+    "glibc-abort": ("free(): invalid ", "double free or corruption", "malloc(): ", "corrupted size vs. prev_size",
+                    "corrupted double-linked list", "munmap_chunk(): invalid pointer", "stack smashing detected"),
+    "pip-error": ("ERROR: ", "error: legacy-install-failure"),
+    "served-error-body": ('"error"',),
+    "ci-exit": ("Process completed with exit code ", "ERROR: Job failed: exit code "),
     "cli-error": ("Error: ",),
     "llamacpp-error": (": error loading model: ", ": failed to load model", "GGML_ASSERT("),
     "triton-unavailable": ("| UNAVAILABLE: ", "[TensorRT-LLM][ERROR] Assertion failed: "),
