@@ -181,6 +181,15 @@ KILLS = {
     "tf-bfc-allocator": ("cuda-oom", "2021-04-07 10:21:33.018252: W tensorflow/core/common_runtime/bfc_allocator.cc:456] "
                                      "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.12GiB (rounded to "
                                      "1207959552)requested by op Conv2DBackpropFilter\n"),
+    "segv-pytorch-crash-handler": (SEGV, "!!!!!!! Segfault encountered !!!!!!!\n  File \"<unknown>\", line 0, in "
+                                         "cuGraphLaunch\n"),
+    # --- a GPU that failed
+    "nvidia-smi-err-fields": ("gpu-hardware-fault", "| ERR!   ERR! ERR!    ERR! / ERR! |      0MiB / 81920MiB |    "
+                              "ERR!     Default |\n"),
+    "gsp-rpc-timeout": ("gpu-hardware-fault", "NVRM: GPU0 _kgspRpcRecvPoll: Timeout after 6s of waiting for RPC "
+                        "response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).\n"),
+    "dmesg-xid-79": ("gpu-hardware-fault", "[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has "
+                     "fallen off the bus.\n"),
     # --- an engine that stops
     "vllm-v1-zero-throughput": (HANG, "".join(
         f"INFO 01-01 00:0{i}:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
@@ -212,6 +221,11 @@ QUIET = {
                          "generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: "
                          "0.0%, Prefix cache hit rate: 0.0%\n" for i in range(4)),
     "mpich-exit-code-1": _steps() + _hydra_old(1),
+    # a library that falls back to the CPU with a warning is no failure of the run
+    "jax-cpu-fallback": "WARNING:jax._src.xla_bridge:An NVIDIA GPU may be present on this machine, but a CUDA-enabled "
+                        "jaxlib is not installed. Falling back to cpu.\n" + _steps(),
+    "tf-gpu-libraries-missing": "W tensorflow/core/common_runtime/gpu/gpu_device.cc:1934] Cannot dlopen some GPU "
+                                "libraries.\nSkipping registering GPU devices...\n" + _steps(),
     "earlyoom-status": "earlyoom v1.7\nearlyoom[454]: mem avail:  7072 of  7721 MiB (91.60%), swap free: 7720 of 7720 "
                        "MiB (100.00%)\n",
     "tf-bfc-retry": "2023-11-06 13:58:30.645317: W tensorflow/core/common_runtime/bfc_allocator.cc:271] Allocator "
