@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+import sigclass
+
 NAN = "nan-loss"
 HOST = "host-oom-killed"
 SEGV = "segfault"
@@ -101,6 +103,14 @@ FORMATS = {
                      "wandb:          train/loss nan\n",
     "accelerate-logger": "01/01/2024 00:00:00 - INFO - __main__ - epoch 0: step 100: loss: nan\n",
     "nanogpt": "iter 100: loss nan, time 100.00ms, mfu 30.00%\n",
+    "tf-tutorial-cost": "Epoch: 0001 cost= 2.303412771\nEpoch: 0002 cost= nan\nEpoch: 0003 cost= nan\n",
+    "xgboost-eval": "[3]\ttrain-rmse:0.81233\tvalid-rmse:0.84410\n[4]\ttrain-rmse:nan\tvalid-rmse:nan\n[5]\ttrain-rmse:nan\t"
+                    "valid-rmse:nan\n",
+    "keras-mse": "Epoch 3/50 - mse: nan - val_mse: nan\nEpoch 4/50 - mse: nan - val_mse: nan\n",
+    "vae-elbo-kl": "Epoch 1 | NLL: nan | KL: nan\nEpoch 2 | NLL: nan | KL: nan\n",
+    "gan-loss-d-g": "[1/200][10/938] Loss D: nan, Loss G: nan\n[1/200][11/938] Loss D: nan, Loss G: nan\n",
+    "perplexity-equals": "Epoch 1 perplexity = nan\nEpoch 2 perplexity = nan\n",
+    "chinese-loss": "第1轮 损失: nan\n第2轮 损失: nan\n",
     "sb3-table": "| train/              |           |\n|    loss             | nan       |\n|    policy_loss      | nan       |\n",
 }
 
@@ -221,6 +231,8 @@ QUIET = {
                          "generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: "
                          "0.0%, Prefix cache hit rate: 0.0%\n" for i in range(4)),
     "mpich-exit-code-1": _steps() + _hydra_old(1),
+    "cost-nan-once-then-finite": "Epoch: 0001 cost= 2.3034\nEpoch: 0002 cost= nan\nEpoch: 0003 cost= 1.9984\n",
+    "undefined-f1-beside-finite-mse": "epoch 1 | f1: nan | mse: 0.2210\nepoch 2 | f1: nan | mse: 0.1894\n",
     # a library that falls back to the CPU with a warning is no failure of the run
     "jax-cpu-fallback": "WARNING:jax._src.xla_bridge:An NVIDIA GPU may be present on this machine, but a CUDA-enabled "
                         "jaxlib is not installed. Falling back to cpu.\n" + _steps(),
@@ -238,3 +250,15 @@ QUIET = {
 @pytest.mark.parametrize("name", sorted(QUIET))
 def test_the_same_printers_healthy_text_stays_quiet(scanner, name):
     assert [f.family for f in scanner.scan_text(QUIET[name]).findings if f.role != "secondary"] == []
+
+
+@pytest.mark.parametrize("first,kill", [
+    (_hydra("EXIT CODE: 1"), _hydra("KILLED BY SIGNAL: 9 (Killed)").replace("RANK 0", "RANK 1")),
+    ("srun: error: n1: task 3: Exited with exit code 1\n", "srun: error: n1: task 0: Killed\n"),
+])
+def test_a_launchers_kill_after_another_task_failed_is_its_teardown_not_a_host_oom(first, kill):
+    v = sigclass.classify(first + kill).verdict
+    assert v.cause.family == "unknown"
+    assert [x.family for x in v.victims] == ["process-killed-by-signal"]
+    # the same kill alone is the fault
+    assert sigclass.classify(kill).verdict.cause.family == HOST

@@ -158,9 +158,14 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     cands: list[_Cand] = []
     per_worker: dict[str | None, int] = {}
     kernel_oom = any(_KERNEL_OOM.search(e.text) for e in exits)
+    # a kill the ledger names on a launcher's own exit line that is its teardown (Hydra's `KILLED BY SIGNAL: 9`
+    # after another rank failed) is that teardown, whatever family the line's words alone would say
+    torn = {e.line for e in exits} & _teardown(exits)
     for f in findings:
         if f.status == Status.RECOVERED:
             continue  # progress went on after it (scan/verdict.py): not what stopped the run
+        if f.line in torn:
+            continue  # the exit candidates below make it a victim of the launcher's teardown
         # the head and the tail of a failure say what it is (a long traceback's middle is frames)
         whole = list(f.block or f.evidence or ())
         block = whole if len(whole) <= 40 else whole[:5] + whole[-35:]
