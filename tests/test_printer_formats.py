@@ -143,6 +143,10 @@ KILLS = {
     "htcondor-hold-older": (HOST, "Job has gone over memory limit of 2048 megabytes.\n"),
     "grid-engine": (HOST, "job 81234 exceeds job hard limit \"h_vmem\" of queue \"gpu.q@node07\" (34359738368.00000 > "
                           "limit:34359738368.00000) - sending SIGKILL\n"),
+    "ecs-aws-batch": (HOST, "Status reason: OutOfMemoryError: Container killed due to memory usage\n"),
+    "cloud-run": (HOST, "Memory limit of 2 GiB exceeded with 2084 MiB used. Consider increasing the memory limit\n"),
+    "app-engine": (HOST, "Exceeded hard memory limit of 256 MB with 270 MB after servicing 12 requests total.\n"),
+    "heroku": (HOST, "heroku[worker.1]: Error R15 (Memory quota vastly exceeded)\n"),
     "pbs": (HOST, "=>> PBS: job killed: mem 67108864kb exceeded limit 62914560kb\n"),
     "lsf": (HOST, "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\nExited with exit code 137.\n"),
     "k8s-describe": (HOST, "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n"),
