@@ -55,9 +55,14 @@ def test_fairseq_overflow_notes_that_drive_the_scale_under_one_are_a_nan_loss(sc
     assert scanner.scan_text(_fairseq([64.0, 32.0, 16.0, 8.0, 4.0, 2.0])).findings == []
 
 
+def _megatron_loss(skipped: int) -> str:
+    # Megatron prints the interval's average loss unless every iteration of it (10 here) was skipped
+    return "" if skipped >= 10 else "lm loss: 2.301234E+00 | "
+
+
 def _megatron(scale: str, skipped: list[int]) -> str:
     return "".join(f" iteration {10 * (i + 1):8d}/  500000 | consumed samples: {5120 * (i + 1):12d} | learning rate: "
-                   f"1.500E-04 | global batch size:   512 | loss scale: {scale} | number of skipped iterations: "
+                   f"1.500E-04 | global batch size:   512 | {_megatron_loss(s)}loss scale: {scale} | number of skipped iterations: "
                    f"{s:3d} | number of nan iterations:   0 |\n" for i, s in enumerate(skipped))
 
 
@@ -116,8 +121,10 @@ def test_vllm_requests_that_wait_while_nothing_runs_are_a_hang(scanner):
 def test_vllm_stats_with_timings_before_running_are_read(scanner):
     line = ("INFO 02-01 06:36:{:02d} llm_engine.py:921] Avg prompt throughput: 0.0 tokens/s, Avg generation "
             "throughput: 0.0 tokens/s, Max iteration time: 0.0 ms, Avg time/tok:0.0 ms, Running: 35 reqs, "
-            "Swapped: 0 reqs, Pending: 117 reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%\n")
-    assert _rule(scanner, "".join(line.format(5 * i) for i in range(3))) == "metric zero-generation-throughput"
+            "Swapped: 0 reqs, Pending: {} reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%\n")
+    assert _rule(scanner, "".join(line.format(5 * i, 0) for i in range(3))) == "metric zero-generation-throughput"
+    # with requests waiting too, one such report is enough: nothing at all was processed in a whole interval
+    assert _rule(scanner, line.format(0, 117)) == "metric nothing-processed-while-requests-run-and-wait"
 
 
 def test_sglang_decode_batches_that_generate_nothing_are_a_hang(scanner):

@@ -111,6 +111,9 @@ FORMATS = {
     "gan-loss-d-g": "[1/200][10/938] Loss D: nan, Loss G: nan\n[1/200][11/938] Loss D: nan, Loss G: nan\n",
     "perplexity-equals": "Epoch 1 perplexity = nan\nEpoch 2 perplexity = nan\n",
     "chinese-loss": "第1轮 损失: nan\n第2轮 损失: nan\n",
+    "megatron-step-without-loss": _megatron(0, "loss scale: 1.0 | actual seqlen:  4096"),
+    "yolov7-one-nan-column": "    42/299     65.1G       nan    0.0151         0       nan      1963       320: 100%|███| "
+                             "729/729 [51:09<00:00,  4.21s/it]\n",
     "sb3-table": "| train/              |           |\n|    loss             | nan       |\n|    policy_loss      | nan       |\n",
 }
 
@@ -204,6 +207,11 @@ KILLS = {
                         "response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).\n"),
     "dmesg-xid-79": ("gpu-hardware-fault", "[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has "
                      "fallen off the bus.\n"),
+    "nccl-check-trace": ("nccl-error", "HOSTNAME:2753:2762 [0] NCCL INFO init.cu:568 -> 1\n"),
+    "ngc-entrypoint-cuinit": ("cuda-env-mismatch", "ERROR: This container was built for NVIDIA Driver Release 450.51 or "
+                              "later, but\n       version 440.64.00 was detected and compatibility mode is UNAVAILABLE."
+                              "\n\n       [[CUDA Driver UNAVAILABLE (cuInit(0) returned 804)]]\n"),
+    "dcgmi-diag": ("gpu-hardware-fault", "| Error                     | GPU 3 has uncorrectable memory errors and row  |\n"),
     # --- an engine that stops
     "vllm-v1-zero-throughput": (HANG, "".join(
         f"INFO 01-01 00:0{i}:00 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
@@ -212,6 +220,13 @@ KILLS = {
     "sglang-zero-throughput": (HANG, "".join(
         f"[2025-01-01 00:0{i}:00 TP0] Decode batch. #running-req: 8, #token: 1000, token usage: 0.05, cuda graph: "
         "True, gen throughput (token/s): 0.00, #queue-req: 0\n" for i in range(4))),
+    "vllm-v0-nothing-processed-while-running-and-waiting": (HANG,
+        "INFO 02-01 06:36:20 llm_engine.py:921] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 "
+        "tokens/s, Max iteration time: 0.0 ms, Avg time/tok:0.0 ms, Running: 35 reqs, Swapped: 0 reqs, Pending: 116 "
+        "reqs, GPU KV cache usage: 99.0%, CPU KV cache usage: 0.0%\n"),
+    "vllm-early-scheduler-waits-on-empty-cache": (HANG, "".join(
+        f"INFO 08-01 03:09:{s:02d} scheduler.py:271] Throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, "
+        "Pending: 1 reqs, GPU KV cache usage: 0.0%, CPU KV cache usage: 0.0%\n" for s in (2, 7, 12))),
 }
 
 
@@ -235,6 +250,12 @@ QUIET = {
                          "generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: "
                          "0.0%, Prefix cache hit rate: 0.0%\n" for i in range(4)),
     "mpich-exit-code-1": _steps() + _hydra_old(1),
+    "megatron-fp16-interval-all-skipped": _megatron(0, "loss scale: 4294967296.0").replace("skipped iterations:   0",
+                                                                                          "skipped iterations:  10").replace(
+        "nan iterations:   1", "nan iterations:   0"),
+    "vllm-idle-after-work": "INFO 02-01 06:36:20 llm_engine.py:921] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+                            "throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
+                            "usage: 0.0%, CPU KV cache usage: 0.0%\n",
     "cost-nan-once-then-finite": "Epoch: 0001 cost= 2.3034\nEpoch: 0002 cost= nan\nEpoch: 0003 cost= 1.9984\n",
     "undefined-f1-beside-finite-mse": "epoch 1 | f1: nan | mse: 0.2210\nepoch 2 | f1: nan | mse: 0.1894\n",
     # a library that falls back to the CPU with a warning is no failure of the run
