@@ -329,3 +329,31 @@ def test_a_served_error_body_is_unknown_only_when_nothing_else_explains_it(shipp
     assert [f.family for f in shipped.scan_text("$ curl localhost:8000/v1/completions\n" + body).findings] == ["unknown"]
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     assert [f.family for f in shipped.scan_text(oom + body).findings] == ["cuda-oom"]
+
+
+def test_mpirun_with_no_node_name_reports_the_rank(shipped):
+    text = "mpirun noticed that process rank 0 with PID 0 on node  exited on signal 4 (Illegal instruction).\n"
+    res = shipped.scan_text(text)
+    assert [(f.family, f.worker) for f in res.findings] == [("unknown", "0")]
+
+
+# MPICH's Hydra: the process aborted (134: SIGABRT with a core); the SIGTERM below the banner is its cleanup
+HYDRA_ABORT = """\
+===================================================================================
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   PID 108257 RUNNING AT node1
+=   EXIT CODE: 134
+=   CLEANING UP REMAINING PROCESSES
+=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
+===================================================================================
+YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Terminated (signal 15)
+"""
+
+
+def test_hydras_cleanup_sigterm_does_not_name_an_abort(shipped):
+    assert first_root_family(shipped.scan_text(HYDRA_ABORT).findings) == "unknown"
+
+
+def test_hydras_sigterm_alone_is_the_stop(shipped):
+    text = HYDRA_ABORT.replace("EXIT CODE: 134", "EXIT CODE: 15")
+    assert first_root_family(shipped.scan_text(text).findings) == "process-killed-by-signal"

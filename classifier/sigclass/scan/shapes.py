@@ -540,7 +540,9 @@ def _failed(code: int | None) -> bool:
 
 
 # a launcher stopping the siblings of the worker that failed: printed before the line that names that worker
-_TEARDOWN = re.compile(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+")
+# (and MPICH's Hydra: its exit string below `YOU CAN IGNORE THE BELOW CLEANUP MESSAGES` is the cleanup's SIGTERM)
+_TEARDOWN = re.compile(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+"
+                       r"|TERMINATED WITH THE EXIT STRING: Terminated \(signal 15\)")
 
 def _says_why(line: str) -> bool:
     """A line of a failure block that is neither a traceback's header nor one of its frames."""

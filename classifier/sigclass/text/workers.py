@@ -160,7 +160,8 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     re.compile(r"exits with return code = (?P<code>-?\d+)"),
     re.compile(r"died with <Signals\.(?P<sig>SIG[A-Z]+): \d+>"),
     re.compile(r"srun: error: [^:\s]+: tasks? (?P<ws>\d+(?:[-,]\d+)*): (?:Exited with exit code (?P<code>\d+)|(?P<state>[A-Za-z ]+))"),
-    re.compile(r"noticed that process rank (?P<w>\d+) with PID \d+ on node \S+ exited on signal (?P<code>\d+)"),
+    # (Open MPI leaves the node's name empty when it does not know it: `on node  exited on signal 4`)
+    re.compile(r"noticed that process rank (?P<w>\d+) with PID \d+ on node(?: \S+)? +exited on signal (?P<code>\d+)"),
     # vLLM's executor; without an exit code (or `exit code: None`) the worker still died: code 1 stands for that
     re.compile(r"Worker proc VllmWorker-(?P<w>\d+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
     re.compile(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
