@@ -16,6 +16,7 @@ from sigclass.records import Finding, Verdict
 from sigclass.runs.borrow import conditional
 from sigclass.runs.discover import file_kind, os_reason
 from sigclass.runs.layouts import identify, Identity, is_jsonl, Layout, norm_id
+from sigclass.runs.smallfile import read_small
 from sigclass.scan.blocks import Marker
 from sigclass.text import safe
 from sigclass.text.prefixes import CENSUS, CENSUS_GROUPS, NOT_A_WORKER
@@ -131,8 +132,9 @@ def _scan_one(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sourc
         out.problems.append(f"{rel}: {file_kind(st.st_mode)}, not a regular file; not opened")
         return out
     scanner = scanner_for(cfg)
-    try:
-        res = scanner.scan(path, display=rel)  # warnings are off here (`scan_source`, `scan_all`)
+    whole = read_small(path, st.st_size)  # a shard log read in one call; None: through the reader
+    try:  # warnings are off here (`scan_source`, `scan_all`)
+        res = scanner.scan(path, display=rel) if whole is None else scanner.scan_whole(whole, rel)
     except InputError as exc:
         msg = str(exc)
         if "no such file" in msg:

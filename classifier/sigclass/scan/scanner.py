@@ -173,6 +173,18 @@ class Scanner:
                 run.idle()
                 continue
             run.feed(*item, hits=hits[0] if hits else None, nl=hits[1] if hits else None)  # type: ignore[misc]
+        return self._result(state, run)
+
+    def scan_whole(self, data: bytes, display: str) -> ScanResult:
+        """Scan a small plain file already read whole: `data` is every byte of it, ending in a newline, with no
+        line longer than the reader keeps. The same result as `scan` on that file, without the reader."""
+        state = SourceState(display)
+        state.bytes_read = len(data)
+        run = ScanState(self, state, None)
+        run.feed(data)
+        return self._result(state, run)
+
+    def _result(self, state: SourceState, run: ScanState) -> ScanResult:
         run.finish()
         problems = list(state.problems)
         if state.cut_lines:
