@@ -14,8 +14,9 @@ from sigclass.cli.plain import err, guarded, plain_scan_args, run_scan
 
 
 def main() -> None:
-    """Console-script entry point. `sigclass scan` with plain arguments runs without building the Typer app
-    (its import costs more than scanning a small log); everything else goes through it."""
+    """Console-script entry point. `sigclass scan` and `sigclass runs` with plain arguments run without building
+    the Typer app (its import and option validators cost more than scanning a small log); everything else goes
+    through it."""
     if sys.stdout is None:  # started with standard output closed (`>&-`): say so once, and keep the exit status
         err("standard output is closed; nothing is printed (redirect it to a file, or use -q)")
         sys.stdout = open(os.devnull, "w", encoding="utf-8")
@@ -27,6 +28,12 @@ def main() -> None:
     args = plain_scan_args(sys.argv[1:])
     if args is not None:
         sys.exit(guarded(lambda: run_scan(**args)))
+    if sys.argv[1:2] == ["runs"]:  # a plain `sigclass runs` runs without the Typer app too (cli/runsplain.py)
+        from sigclass.cli.runsplain import plain_runs_args, run_runs
+
+        runs_args = plain_runs_args(sys.argv[1:])
+        if runs_args is not None:
+            sys.exit(guarded(lambda: run_runs(**runs_args)))
     guarded(_app())
 
 

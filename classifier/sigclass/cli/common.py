@@ -11,7 +11,6 @@ import typer
 from sigclass import __version__
 from sigclass.cli.group import App, DEFAULT_COMMAND
 from sigclass.cli.plain import err, load_ledger_or_exit  # noqa: F401  (the commands' shared helpers)
-from sigclass.errors import ModelError, SigclassError
 from sigclass.vocab import ColourMode, SignatureMode
 
 app = App(
@@ -59,33 +58,17 @@ WorkerPatternOpt = Annotated[Optional[str], typer.Option("--worker-pattern", met
 
 def scan_config(jobs: int, ledger: list[Path] | None, signatures, model: Path | None):
     """Check -j, load the ledger (reporting its problems) and build the runs' scan config; shared by runs and report."""
-    from sigclass.runs.sources import ScanConfig
+    from sigclass.cli.runsplain import runs_config
 
-    if jobs == 0:
-        err("-j takes a number of processes (1, 2, ...) or -1 for every core")
-        raise typer.Exit(2)
-    from sigclass.scan.factory import usable_model
-
-    lg, bad_ledger = load_ledger_or_exit(ledger)
-    sig_v = signatures.value if isinstance(signatures, Sigs) else str(signatures)
-    try:
-        sig_v, usable = usable_model(lg, sig_v, model, err)
-    except ModelError as exc:
-        err(exc)
-        raise typer.Exit(2) from None
-    bad_ledger = bad_ledger or usable != model  # a named model that could not be used: exit 2 once done
-    return lg, bad_ledger, ScanConfig(tuple(str(p) for p in ledger or ()), sig_v, str(usable) if usable else None)
+    got = runs_config(jobs, ledger, signatures.value if isinstance(signatures, Sigs) else str(signatures), model)
+    if isinstance(got, int):
+        raise typer.Exit(got)
+    return got
 
 
 def append_history(path: Path, runs: list) -> None:
     """`sigclass runs ... --history PATH`: append the batch's units table; one line on stderr says what happened."""
-    from sigclass.outputs import history as hs
+    from sigclass.cli.runsplain import history_append
 
-    try:
-        got = hs.append_runs(path, runs)
-    except SigclassError as exc:
-        err(exc)
-        raise typer.Exit(2) from None
-    for problem in got.problems:
-        err(problem)
-    err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")
+    if not history_append(path, runs):
+        raise typer.Exit(2)
