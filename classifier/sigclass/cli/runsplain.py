@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Any, Callable
 
-from sigclass.cli.plain import COLOUR_MODES, err, load_ledger_or_exit, SIGNATURE_MODES
+from sigclass.cli.plain import _terminal, COLOUR_MODES, err, load_ledger_or_exit, SIGNATURE_MODES
 from sigclass.errors import ModelError, SigclassError
 from sigclass.text.safe import visible
 
@@ -63,13 +63,6 @@ def history_append(path: Path, runs: list) -> bool:
         err(problem)
     err(f"history: {got.rows} new row(s) appended to {path} ({got.skipped} already there)")
     return True
-
-
-def _terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 def _progress(total: int):
