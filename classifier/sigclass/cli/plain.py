@@ -200,36 +200,52 @@ def plain_scan_args(argv: list[str]) -> dict[str, Any] | None:
         return {"paths": None} if sys.stdin is not None and not sys.stdin.isatty() else None
     if argv[0] != "scan":
         return None
-    out: dict[str, Any] = {"paths": []}
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a == "-" or not a.startswith("-"):
-            out["paths"].append(a)
-            i += 1
-            continue
-        if a in _SCAN_FLAGS:
-            out[_SCAN_FLAGS[a]] = True
-            i += 1
-            continue
-        name, eq, value = a.partition("=")
-        key = _SCAN_OPTS.get(name)
-        if key is None or (eq and name == "-f"):
-            return None  # help, version, an unknown option, `--`, `-fjson`: the full parser's business
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            value = argv[i + 1]
-            i += 1
-        i += 1
+    parsed = plain_options(argv[1:], _SCAN_OPTS, _SCAN_FLAGS)
+    if parsed is None:
+        return None  # help, version, an unknown option, `--`, `-fjson`: the full parser's business
+    out: dict[str, Any] = {"paths": parsed[0]}
+    for key, value in parsed[1]:
         if key == "ledger":
             out.setdefault("ledger", []).append(Path(value))
         elif key == "model":
             out["model"] = Path(value)
         elif (key == "fmt" and value in FORMATS or key == "signatures" and value in SIGNATURE_MODES
-              or key == "color" and value in COLOUR_MODES or key in ("engine", "stall")):
+              or key == "color" and value in COLOUR_MODES or key in ("engine", "stall", "quiet")):
             out[key] = value
         else:
             return None
     out["paths"] = out["paths"] or None
     return out
+
+
+def plain_options(args: list[str], opts: dict[str, str], flags: dict[str, str], attached: tuple[str, ...] = ()):
+    """A command's plain arguments: (positional arguments, [(key, value)] in order; a flag's value is True), or
+    None for anything the Typer app must read (help, an unknown option, `--`, `-f=json`, an option without its
+    value). `attached` names the short options whose value may follow them in one word (`-j2`)."""
+    pos: list[str] = []
+    got: list[tuple[str, Any]] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "-" or not a.startswith("-"):
+            pos.append(a)
+            i += 1
+            continue
+        if a in flags:
+            got.append((flags[a], True))
+            i += 1
+            continue
+        name, eq, value = a.partition("=")
+        if a[:2] in attached and len(a) > 2 and not eq:
+            name, eq, value = a[:2], "attached", a[2:]
+        key = opts.get(name)
+        if key is None or (eq == "=" and not name.startswith("--")):
+            return None
+        if not eq:
+            if i + 1 >= len(args):
+                return None
+            value = args[i + 1]
+            i += 1
+        i += 1
+        got.append((key, value))
+    return pos, got

@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Any, Callable
 
-from sigclass.cli.plain import _terminal, COLOUR_MODES, err, load_ledger_or_exit, SIGNATURE_MODES
+from sigclass.cli.plain import _terminal, COLOUR_MODES, err, load_ledger_or_exit, plain_options, SIGNATURE_MODES
 from sigclass.errors import ModelError, SigclassError
 from sigclass.text.safe import visible
 
@@ -211,31 +211,12 @@ def plain_runs_args(argv: list[str]) -> dict[str, Any] | None:
     and explains any mistake)."""
     if not argv or argv[0] != "runs" or any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
         return None
-    out: dict[str, Any] = {"dirs": []}
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if not a.startswith("-") or a == "-":
-            out["dirs"].append(a)
-            i += 1
-            continue
-        if a in _RUNS_FLAGS:
-            out[_RUNS_FLAGS[a]] = True
-            i += 1
-            continue
-        name, eq, value = a.partition("=")
-        if not a.startswith("--") and len(a) > 2 and not eq:
-            name, eq, value = a[:2], "attached", a[2:]  # `-j2`, `-fjson`, `-oFILE`
-        key = _RUNS_OPTS.get(name)
-        if key is None or (eq == "=" and not name.startswith("--")):
-            return None  # help, an unknown option, `--`, `-f=json`: the full parser's business
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        if key in out and key != "ledger":
+    parsed = plain_options(argv[1:], _RUNS_OPTS, _RUNS_FLAGS, attached=("-j", "-f", "-o"))
+    if parsed is None:
+        return None  # help, an unknown option, `--`, `-f=json`: the full parser's business
+    out: dict[str, Any] = {"dirs": parsed[0]}
+    for key, value in parsed[1]:
+        if key in out and key not in ("ledger", "quiet"):
             return None  # an option given twice: the full parser says which wins
         if key == "ledger":
             out.setdefault("ledger", []).append(Path(value))
@@ -244,7 +225,7 @@ def plain_runs_args(argv: list[str]) -> dict[str, Any] | None:
         elif key == "jobs" and _INT.match(value):
             out["jobs"] = int(value)
         elif (key == "fmt" and value in RUNS_FORMATS or key == "signatures" and value in SIGNATURE_MODES
-              or key == "color" and value in COLOUR_MODES or key in ("dask", "unit_pattern", "worker_pattern")):
+              or key == "color" and value in COLOUR_MODES or key in ("dask", "unit_pattern", "worker_pattern", "quiet")):
             out[key] = value
         else:
             return None
