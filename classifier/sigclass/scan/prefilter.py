@@ -22,6 +22,7 @@ import regex
 
 from sigclass.folders import cache_dir
 from sigclass.ledger.patterns import BLOCK_MATCH_TIMEOUT, SLOW, within_limit
+from sigclass.scan.gate import GATE_BASE, Gated, split as gate_split
 from sigclass.scan.tails import trim_tail
 
 CACHE_KEEP = 16  # compiled databases kept in the cache folder
@@ -141,6 +142,32 @@ def by_line(ends: list[tuple[int, int]], nl, out: dict[int, set[int]]) -> None:
         out[key >> _PID_BITS].add(key & mask)
 
 
+def _hs_form(src: str) -> bytes:
+    """A pattern as the Hyperscan database holds it: plain groups, its trailing repetition trimmed."""
+    return trim_tail(prefilter_form(src)).encode()
+
+
+def _gated_database(items: list[tuple[int, bytes]]):
+    """The database of the gated patterns (scan.gate), from the cache folder when it was compiled before."""
+    import hyperscan
+
+    key = _cache_key("hs-gated", getattr(hyperscan, "__version__", "?"), [(pid, e.decode("latin-1"), "") for pid, e in items])
+    cached = _cache_read(key)
+    if cached is not None:
+        try:
+            return hyperscan.loadb(cached, mode=hyperscan.HS_MODE_BLOCK)
+        except Exception:
+            pass  # a stale or foreign cache file: compile again
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[e for _, e in items], ids=[pid for pid, _ in items],
+               flags=[hyperscan.HS_FLAG_MULTILINE] * len(items))
+    try:
+        _cache_write(key, hyperscan.dumpb(db))
+    except Exception:
+        pass
+    return db
+
+
 class HyperscanEngine(_Engine):
     name = "hyperscan"
 
@@ -152,48 +179,65 @@ class HyperscanEngine(_Engine):
         self._lock = threading.Lock()
         self._small_ids = all(pid >> _PID_BITS == 0 for pid, _, _ in items)  # by_line packs ids into bits
         self.has_db = False
-        key = _cache_key("hs-t", getattr(hyperscan, "__version__", "?"), items)
+        self.gated: Gated | None = None
+        key = _cache_key("hs-g", getattr(hyperscan, "__version__", "?"), items)
         cached = _cache_read(key)
         if cached is not None:
             try:
                 meta, blob = cached.split(b"\n", 1)
-                slow_ids = {int(x) for x in meta.split(b",") if x}
+                slow_part, _, gated_part = meta.partition(b";")
+                slow_ids = {int(x) for x in slow_part.split(b",") if x}
+                gated_ids = {int(x) for x in gated_part.split(b",") if x}
                 self.db = hyperscan.loadb(blob, mode=hyperscan.HS_MODE_BLOCK)
                 self.db.scratch = hyperscan.Scratch(self.db)
                 self.db.scan(b"warm-up line\n", match_event_handler=lambda *a: None)
                 self.has_db = True
                 self.slow = _SlowPatterns([it for it in items if it[0] in slow_ids])
+                self._set_gated([(pid, _hs_form(src)) for pid, src, _ in items if pid in gated_ids])
                 return
             except Exception:
                 pass  # a stale or foreign cache file: rebuild
-        ok: list[tuple[int, bytes]] = []
+        ok: list[tuple[int, bytes, str]] = []
         slow: list[tuple[int, str, str]] = []
         for pid, src, label in items:
             # trimmed: a line matches as before, with one match end where `[0-9]+` gave one per digit
-            expr = trim_tail(prefilter_form(src)).encode()
+            form = prefilter_form(src)
+            expr = trim_tail(form).encode()
             try:
                 db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
                 db.compile(expressions=[expr], ids=[pid], flags=[hyperscan.HS_FLAG_MULTILINE])
-                ok.append((pid, expr))
+                ok.append((pid, expr, form))
             except Exception:  # hyperscan.error: unsupported construct
                 slow.append((pid, src, label))
+        # patterns Hyperscan would run slowly over whole blocks: their plain strings instead (scan.gate)
+        block, gated = gate_split(ok) if all(pid < GATE_BASE for pid, _, _ in items) else ([(pid, e) for pid, e, _ in ok], [])
         self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.has_db = bool(ok)
-        if ok:
-            self.db.compile(expressions=[e for _, e in ok], ids=[i for i, _ in ok], flags=[hyperscan.HS_FLAG_MULTILINE] * len(ok))
+        self.has_db = bool(block)
+        if block:
+            self.db.compile(expressions=[e for _, e in block], ids=[i for i, _ in block],
+                            flags=[hyperscan.HS_FLAG_MULTILINE] * len(block))
             try:
-                meta = ",".join(str(pid) for pid, _, _ in slow).encode()
+                meta = (",".join(str(pid) for pid, _, _ in slow) + ";" + ",".join(str(pid) for pid, _ in gated)).encode()
                 _cache_write(key, meta + b"\n" + hyperscan.dumpb(self.db))
             except Exception:
                 pass
         self.slow = _SlowPatterns(slow)
+        self._set_gated(gated)
+
+    def _set_gated(self, gated: list[tuple[int, bytes]]) -> None:
+        self.gated = Gated(gated, _gated_database) if gated else None
 
     def scan(self, buf: bytes, nl=None) -> dict[int, set[int]]:
         ends: list[tuple[int, int]] = []
         append = ends.append
+        gate_ends: list[int] = []
+        gate_append = gate_ends.append
 
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-            append((end, pid))
+            if pid >= GATE_BASE:
+                gate_append(end)
+            else:
+                append((end, pid))
 
         if self.has_db:
             scratch = getattr(self._local, "scratch", None)
@@ -205,6 +249,8 @@ class HyperscanEngine(_Engine):
                     scratch = self._local.scratch = base.clone()
             self.db.scan(buf, match_event_handler=on_match, scratch=scratch)
         out: dict[int, set[int]] = defaultdict(set)
+        if gate_ends and self.gated is not None:
+            self.gated.lines_into(buf, gate_ends, out)
         if nl is not None and len(ends) > 64 and self._small_ids:
             by_line(ends, nl, out)
             self.slow.scan_into(buf, out)
