@@ -47,6 +47,9 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
              model: Path | None = None, engine: str | None = None, *, quiet: bool = False, color: str = "auto",
              stall: str = "auto") -> int:
     """`sigclass scan`: print one finding per failure as each ends; the exit status (0 none, 1 found, 2 input errors)."""
+    from sigclass.scan import tuning
+
+    tuning.before_start_up()
     from sigclass.outputs.findings import Writer
 
     from sigclass.scan.factory import build_scanner
@@ -77,6 +80,7 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
         err(str(exc))
         return 2
     writer = Writer(fmt, stream=NullStream() if quiet else None, colour=color)
+    tuning.after_start_up()
     lines = 0
     problems: list[str] = []
     input_error = bad
