@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sigclass.scan.locate import required_literals
+from sigclass.scan.locate import hs_literal, parse_pattern, required_literals
 
 GATE_BASE = (1 << 20) + (1 << 19)  # ids of the gate strings in the block database: above the built-in triggers
 GATE_MIN = 4  # shortest gate string (shorter ones are too common to narrow anything down)
@@ -51,10 +51,9 @@ def _has_unbounded(seq: Any, c: Any) -> bool:
 def slow_lead(src: str) -> bool:
     """True when the pattern repeats a class without bound before its first run of LEAD_LITERAL plain
     characters at the top level (or has no such run after one): Hyperscan then has no string to start from."""
-    from sigclass.scan.locate import _parse
     from re import _constants as c  # type: ignore[attr-defined]
 
-    parsed = _parse(src)
+    parsed = parse_pattern(src)
     if parsed is None:
         return False
     run = 0
@@ -79,12 +78,6 @@ def gate_strings(src: str) -> tuple[bytes, ...] | None:
     if not got or min(len(s) for s in got) < GATE_MIN or any(b"\n" in s for s in got):
         return None
     return got
-
-
-def hs_literal(s: bytes) -> bytes:
-    """A plain string as a Hyperscan expression."""
-    return b"".join(b"\\x%02x" % ch if not (48 <= ch <= 57 or 65 <= ch <= 90 or 97 <= ch <= 122) else bytes([ch])
-                    for ch in s)
 
 
 class Gated:

@@ -61,7 +61,7 @@ def _required(seq: Any, c: Any) -> frozenset[str] | None:
     return _best(options)
 
 
-def _parse(src: str) -> Any:
+def parse_pattern(src: str) -> Any:
     """The pattern parsed by Python's `re` parser, or None where the `regex` module may read it otherwise:
     syntax `re` refuses, and what it warns about (`[[:alpha:]]`, set operations like `[a--b]`), which the
     `regex` module reads as POSIX classes and set operations."""
@@ -84,7 +84,7 @@ def required_literals(src: str) -> tuple[bytes, ...] | None:
     import re
     from re import _constants  # type: ignore[attr-defined]
 
-    parsed = _parse(src)
+    parsed = parse_pattern(src)
     if parsed is None or parsed.state.flags & re.IGNORECASE:
         return None
     got = _required(parsed, _constants)
@@ -130,7 +130,7 @@ class LineMatcher:
                     return db
             try:
                 db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                db.compile(expressions=[_hs_literal(s) for s in self.literals], ids=list(range(len(self.literals))),
+                db.compile(expressions=[hs_literal(s) for s in self.literals], ids=list(range(len(self.literals))),
                            flags=[0] * len(self.literals))
                 self._db = db
             except Exception:
@@ -217,31 +217,15 @@ class LineMatcher:
 def _cached_database(forms: list[bytes]) -> Any:
     """A Hyperscan database of the forms (multi-line, ids in order), from the cache folder when it was
     compiled before (bounded repeats take tens of ms to compile); None when Hyperscan refuses one."""
-    import hyperscan
+    from sigclass.scan.prefilter import cached_database
 
-    from sigclass.scan.prefilter import _cache_key, _cache_read, _cache_write
-
-    key = _cache_key("hslines", getattr(hyperscan, "__version__", "?"),
-                     [(i, f.decode("latin-1"), "") for i, f in enumerate(forms)])
-    blob = _cache_read(key)
-    if blob is not None:
-        try:
-            return hyperscan.loadb(blob, mode=hyperscan.HS_MODE_BLOCK)
-        except Exception:
-            pass  # a stale or foreign cache file: compile again
     try:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=forms, ids=list(range(len(forms))), flags=[hyperscan.HS_FLAG_MULTILINE] * len(forms))
+        return cached_database("hslines", forms, list(range(len(forms))))
     except Exception:  # a form Hyperscan refuses: the caller uses the required strings instead
         return None
-    try:
-        _cache_write(key, hyperscan.dumpb(db))
-    except Exception:
-        pass
-    return db
 
 
-def _hs_literal(s: bytes) -> bytes:
+def hs_literal(s: bytes) -> bytes:
     return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in s)
 
 
@@ -486,7 +470,7 @@ def byte_form(src: str) -> tuple[bytes, bool] | None:
     import re
     from re import _constants  # type: ignore[attr-defined]
 
-    parsed = _parse(src)
+    parsed = parse_pattern(src)
     if parsed is None or parsed.state.flags & (re.IGNORECASE | re.DOTALL | re.VERBOSE):
         return None
     try:

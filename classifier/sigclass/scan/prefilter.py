@@ -147,11 +147,12 @@ def _hs_form(src: str) -> bytes:
     return trim_tail(prefilter_form(src)).encode()
 
 
-def _gated_database(items: list[tuple[int, bytes]]):
-    """The database of the gated patterns (scan.gate), from the cache folder when it was compiled before."""
+def cached_database(kind: str, exprs: list[bytes], ids: list[int]):
+    """A multi-line Hyperscan block database of the expressions, from the cache folder when it was compiled
+    before; raises when Hyperscan refuses one of them."""
     import hyperscan
 
-    key = _cache_key("hs-gated", getattr(hyperscan, "__version__", "?"), [(pid, e.decode("latin-1"), "") for pid, e in items])
+    key = _cache_key(kind, getattr(hyperscan, "__version__", "?"), [(i, e.decode("latin-1"), "") for i, e in zip(ids, exprs)])
     cached = _cache_read(key)
     if cached is not None:
         try:
@@ -159,13 +160,17 @@ def _gated_database(items: list[tuple[int, bytes]]):
         except Exception:
             pass  # a stale or foreign cache file: compile again
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=[e for _, e in items], ids=[pid for pid, _ in items],
-               flags=[hyperscan.HS_FLAG_MULTILINE] * len(items))
+    db.compile(expressions=exprs, ids=ids, flags=[hyperscan.HS_FLAG_MULTILINE] * len(exprs))
     try:
         _cache_write(key, hyperscan.dumpb(db))
     except Exception:
         pass
     return db
+
+
+def _gated_database(items: list[tuple[int, bytes]]):
+    """The database of the gated patterns (scan.gate)."""
+    return cached_database("hs-gated", [e for _, e in items], [pid for pid, _ in items])
 
 
 class HyperscanEngine(_Engine):
