@@ -16,6 +16,9 @@ from sigclass.errors import InputError, ModelError, SigclassError
 
 CorpusOpt = Annotated[Optional[list[Path]], typer.Option("--corpus", metavar="DIR", help="Extra corpus folder laid out as <label>/<name>.log (repeatable).")]
 NoShippedOpt = Annotated[bool, typer.Option("--no-shipped-corpus", help="Use only the --corpus folders.")]
+GroupsOpt = Annotated[str, typer.Option(
+    "--cv-groups", metavar="thread|project",
+    help="What a cross-validation fold holds out whole: the files of a thread, or every thread of a project.")]
 
 
 
@@ -37,6 +40,14 @@ def _dirs(corpus: list[Path] | None, no_shipped: bool) -> list[Path]:
     if not dirs:
         raise ModelError("no corpus folder: pass --corpus DIR")
     return dirs
+
+
+def _groups(value: str) -> str:
+    from sigclass.learn.corpus import GROUPINGS
+
+    if value not in GROUPINGS:
+        raise typer.BadParameter(f"{value!r}: name one of {', '.join(GROUPINGS)}", param_hint="--cv-groups")
+    return value
 
 
 def _fail(exc: Exception) -> None:
@@ -64,6 +75,7 @@ def train(
     no_shipped_corpus: NoShippedOpt = False,
     pin: Annotated[bool, typer.Option("--pin", help="Also pin the file's sha256 as the shipped model (only for classifier/sigclass/data/model.joblib).")] = False,
     folds: Annotated[int, typer.Option(metavar="N", help="Cross-validation folds used to choose the abstain threshold.", min=2)] = 5,
+    cv_groups: GroupsOpt = "project",
     ledger: LedgerOpt = None,
 ) -> None:
     """Train the learned signatures on the corpus and write a verified model file."""
@@ -81,7 +93,8 @@ def train(
     _check_writable(target)  # before minutes of training, not after
     try:
         dirs = _dirs(corpus, no_shipped_corpus)
-        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs))
+        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs),
+                              groups=_groups(cv_groups))
         trained.meta["command"] = "sigclass train " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else "sigclass train"
         digest = artefact.save(trained.pipeline, trained.meta, target)
     except (SigclassError, OSError) as exc:
@@ -100,7 +113,7 @@ def train(
     m = trained.meta
     typer.echo(f"trained on {m['corpus_files']} files, {m['training_blocks']} blocks, {len(m['labels'])} labels "
                f"in {trained.seconds:.1f}s")
-    typer.echo(f"cv ({m['cv']['folds']}-fold, by file): macro-F1 {m['cv']['macro_f1']:.3f}, known-family accuracy "
+    typer.echo(f"cv ({m['cv']['folds']}-fold, by {m['cv']['groups']}): macro-F1 {m['cv']['macro_f1']:.3f}, known-family accuracy "
                f"{m['cv']['known_accuracy']:.3f}, quiet on clean/unknown {m['cv']['quiet_on_clean']:.3f}; "
                f"abstain threshold {m['threshold']:.2f}")
     typer.echo(f"wrote {target} ({target.stat().st_size / 1024:.0f} KiB, sha256 {digest[:16]}); trusted in {where}")
@@ -116,6 +129,7 @@ def eval_(
     corpus: CorpusOpt = None,
     no_shipped_corpus: NoShippedOpt = False,
     folds: Annotated[int, typer.Option(metavar="N", help="Number of stratified folds (by file).", min=2)] = 5,
+    cv_groups: GroupsOpt = "project",
     score_dirs: Annotated[Optional[list[Path]], typer.Option(
         "--score", metavar="DIR", help="Also score this labelled folder with the model trained here (repeatable).")] = None,
     fmt: Annotated[TextJson, typer.Option("--format", "-f", help="text or json.")] = TextJson.text,
@@ -135,7 +149,8 @@ def eval_(
     scored: dict[str, dict[str, dict]] = {}
     try:
         dirs = _dirs(corpus, no_shipped_corpus)
-        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs))
+        trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs),
+                              groups=_groups(cv_groups))
         predictor = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
         targets = [(d, "heldout") for d in dirs if corpus_files([d], split="heldout")]
         targets += [(Path(d), "all") for d in score_dirs or []]
@@ -147,7 +162,7 @@ def eval_(
     res = trained.cv
     s = res.scores
     if fmt == TextJson.json:
-        doc = {"folds": res.folds, "threshold": res.threshold, "threshold_both": res.threshold_both,
+        doc = {"folds": res.folds, "groups": res.groups, "threshold": res.threshold, "threshold_both": res.threshold_both,
                "macro_f1": s["macro_f1"], "known_accuracy": s["known_accuracy"],
                "quiet_on_clean": s["quiet_on_clean"], "files": s["files"], "per_label": s["per_label"],
                "confusion": s["confusion"], "threshold_curve": res.curve, "threshold_curve_both": res.curve_both,
@@ -162,7 +177,7 @@ def eval_(
     typer.echo(f"training part: {s['files']} files, {res.folds} folds, abstain threshold {res.threshold:.2f} "
                f"(chosen by CV); macro-F1 {s['macro_f1']:.3f}; known-family accuracy {s['known_accuracy']:.3f}; "
                f"quiet on clean/unknown {s['quiet_on_clean']:.3f}")
-    typer.echo(f"training part, out of fold (thresholds: learned {res.threshold:.2f}, both {res.threshold_both:.2f}): "
+    typer.echo(f"training part, out of fold, folds by {res.groups} (thresholds: learned {res.threshold:.2f}, both {res.threshold_both:.2f}): "
                "mode, right / files, known-family accuracy, unknown stays unknown, clean stays quiet")
     for mode, m in (res.modes or {}).items():
         typer.echo(f"  {mode:8} {m['right']:>4}/{m['files']:<4} {m['known_accuracy']:6.1%} {m['unknown_quiet']:6.1%} "

@@ -70,12 +70,31 @@ def _signals(line: str) -> list[str]:
     return out
 
 
-def _mask(line: str) -> str:
-    """`sigclass.text.lines.mask` for the model: exit codes, signal numbers and digits of names kept."""
+# Where a path points says what failed when the message is the same: `No space left on device` under /dev/shm is
+# shared memory, elsewhere a disk. The path is masked, but a system location at its start (the filesystem
+# hierarchy's top folders, and the device or kernel folder under /dev, /proc, /sys) stays as a token
+# (`pathin_dev_shm`); a user's or a project's folders say nothing about the failure and stay masked.
+_SYS_PATH = re.compile(r"(?<![\w.~-])/(dev|proc|sys|tmp|var|run|mnt|usr|opt|home|root|etc|lib|data|scratch)\b(?:/([A-Za-z][\w-]*))?")
+_SECOND = frozenset({"dev", "proc", "sys", "run", "var"})
+
+
+def path_kinds(line: str) -> list[str]:
+    """Tokens for the system locations a line's absolute paths start at ('/dev/shm/x' -> pathin_dev_shm)."""
+    out = []
+    for m in _SYS_PATH.finditer(line):
+        top, sub = m[1], m[2]
+        out.append(f"pathin_{top}_{sub.replace('-', '_')}" if sub and top in _SECOND else f"pathin_{top}")
+    return list(dict.fromkeys(out))
+
+
+def _mask(line: str, kinds: bool = False) -> str:
+    """`sigclass.text.lines.mask` for the model: exit codes, signal numbers and digits of names kept (with
+    ``kinds``, the system locations of its paths added as tokens, `path_kinds`)."""
+    extra = path_kinds(line) if kinds else []
     line = _EXIT.sub(lambda m: f"{m[1].lower().replace(' ', '')}_{m[2].replace('-', 'neg')}", line)
     for rx, rep in _MASKS:
         line = rx.sub(rep, line)
-    return " ".join(line.split())
+    return " ".join(line.split() + extra)
 
 
 FACT_MARK = "\x1ffacts"
@@ -112,7 +131,7 @@ def ident_words(line: str) -> str:
 
 def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
                     signals: bool = False, frames: str = "all", split_words: str = "none",
-                    last_exception: int = 0) -> str:
+                    last_exception: int = 0, path_kinds: bool = False) -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked.
 
     The exception lines (type and message) are repeated ``repeat_exceptions`` times for weight, and each
@@ -126,6 +145,7 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
     the exception lines (``exc``), every line (``all``) or ``none``: the same nouns carry across stacks that
     spell them `OutOfMemoryError`, `out of memory` or `CUDA_ERROR_OUT_OF_MEMORY`. ``last_exception``: the
     last exception line of the block (the end of a chain, the error itself) is repeated that many more times.
+    ``path_kinds``: the system locations that paths start at become tokens (`path_kinds`).
     """
     out: list[str] = []
     sigs: dict[str, None] = {}
@@ -150,7 +170,7 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
                 frame_at.append(len(out))
                 out.append(_mask(_frame_line(m)))
             continue
-        s = _mask(raw)
+        s = _mask(raw, path_kinds)
         out.append(s)
         if signals:
             sigs.update(dict.fromkeys(_signals(raw)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import hashlib
 from pathlib import Path
+import re
 from typing import Iterable, Sequence
 import warnings
 
@@ -117,6 +118,22 @@ def file_groups(files: Sequence[tuple[Path, str]]) -> list[str]:
             threads[root] = {str(root / r["file"]): str(r["thread"]) for r in index_entries(root) or [] if r.get("thread")}
         out.append(threads[root].get(str(path)) or f"file:{path}")
     return out
+
+
+# a thread on a code host: its repository is the project (github.com/<owner>/<name>/issues/N)
+_REPO = re.compile(r"^https?://(?:www\.)?(?:github|gitlab)\.com/([^/]+/[^/#?]+)", re.IGNORECASE)
+_HOST = re.compile(r"^[a-z]+://([^/]+)", re.IGNORECASE)
+GROUPINGS = ("thread", "project")
+
+
+def project_of(group: str) -> str:
+    """The project a cross-validation group belongs to: the repository of a thread on a code host, the site of
+    another thread, the group itself for a file without a thread (`file_groups`)."""
+    m = _REPO.match(group)
+    if m:
+        return m[1].lower().removesuffix(".git")
+    m = _HOST.match(group)
+    return m[1].lower() if m else group
 
 
 def collect(files: Sequence[tuple[Path, str]], ledger,

@@ -29,7 +29,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
     "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
-    "split_words": "none", "last_exception": 1,
+    "split_words": "none", "last_exception": 1, "path_kinds": False,
     # weights of the training rows by where the text comes from: real excerpts, written ones, the ledger's own
     # `# expect:` examples and the corpus's framework phrasings (0 leaves those out)
     "written_weight": 1.0, "example_weight": 0.5, "phrasing_weight": 0.25,
@@ -47,10 +47,12 @@ class BlockText(TransformerMixin, BaseEstimator):
         "frames": [StrOptions({"all", "last", "none"})],
         "split_words": [StrOptions({"none", "exc", "all"})],
         "last_exception": [Interval(Integral, 0, None, closed="left")],
+        "path_kinds": ["boolean"],
     }
 
     def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
-                 signals: bool = False, frames: str = "all", split_words: str = "none", last_exception: int = 0) -> None:
+                 signals: bool = False, frames: str = "all", split_words: str = "none", last_exception: int = 0,
+                 path_kinds: bool = False) -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
         self.facts = facts
@@ -58,6 +60,7 @@ class BlockText(TransformerMixin, BaseEstimator):
         self.frames = frames
         self.split_words = split_words
         self.last_exception = last_exception
+        self.path_kinds = path_kinds
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -170,6 +173,10 @@ class CalibratedLinearClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
+def exception_view_lower(doc: str) -> str:
+    return exception_view(doc).lower()
+
+
 _WORD_TOKENS = r"<[A-Z]+>|[A-Za-z_][A-Za-z0-9_]+"
 
 
@@ -182,7 +189,8 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
         ("word", TfidfVectorizer(token_pattern=_WORD_TOKENS, lowercase=False, ngram_range=(1, 2), sublinear_tf=True,
                                  min_df=p["word_min_df"], max_features=p["word_features"], dtype=np.float32)),
         ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, p["char_max_n"]), sublinear_tf=True,
-                                 min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
+                                 min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32,
+                                 **({"preprocessor": exception_view_lower} if p.get("char_view") == "exc" else {}))),
     ]
     if p["exc_features"]:
         # character n-grams of the exception lines alone: the raised error's type and message weigh on their own
@@ -192,5 +200,5 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
     features = FeatureUnion(parts)
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
     text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"], frames=p["frames"],
-                     split_words=p["split_words"], last_exception=p["last_exception"])
+                     split_words=p["split_words"], last_exception=p["last_exception"], path_kinds=p["path_kinds"])
     return Pipeline([("text", text), ("features", features), ("clf", clf)])

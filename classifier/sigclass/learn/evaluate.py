@@ -11,7 +11,7 @@ from sklearn.pipeline import Pipeline
 
 from sigclass.errors import ModelError
 from sigclass.learn.blocktext import ABSTAIN, decide, retry_pending
-from sigclass.learn.corpus import CorpusFile, design, training_rows
+from sigclass.learn.corpus import CorpusFile, design, GROUPINGS, project_of, training_rows
 from sigclass.learn.estimator import DEFAULT_PARAMS, make_pipeline, SEED
 
 
@@ -131,6 +131,11 @@ def choose_threshold(cfs: Sequence[CorpusFile], oof: list[np.ndarray], classes: 
     return (ok[0] if ok else THRESHOLDS[-1]), curve
 
 
+# What a cross-validation fold holds out whole. `project` (every thread of one repository) is the harder test
+# and the nearer one to a held-out part, whose threads come from projects and phrasings the training part lacks.
+CV_GROUPS = "project"
+
+
 @dataclass
 class CVResult:
     threshold: float
@@ -140,14 +145,19 @@ class CVResult:
     threshold_both: float | None = None  # for `--signatures both`: the model sees only blocks no regex explains
     curve_both: dict[float, dict[str, float]] | None = None
     modes: dict[str, dict[str, Any]] | None = None  # out-of-fold scores per signature mode at the chosen thresholds
+    groups: str = "thread"  # what a fold holds out whole: threads or projects (`_folds`)
 
 
-def _folds(cfs: Sequence[CorpusFile], n_splits: int, seed: int = SEED):
-    """Stratified by label, grouped: the files of one group (a thread of a real corpus) share a fold."""
+def _folds(cfs: Sequence[CorpusFile], n_splits: int, seed: int = SEED, by: str = "thread"):
+    """Stratified by label, grouped: the files of one group (a thread of a real corpus) share a fold; ``by``
+    ``project``, the threads of one project (`corpus.project_of`) do, so a fold holds out whole projects."""
     from sklearn.model_selection import StratifiedGroupKFold
 
+    if by not in GROUPINGS:
+        raise ValueError(f"cross-validation groups are one of {GROUPINGS}, not {by!r}")
     labels = np.array([cf.label for cf in cfs])
-    groups = np.array([cf.group or f"file:{k}" for k, cf in enumerate(cfs)])
+    groups = np.array([(project_of(cf.group) if by == "project" else cf.group) if cf.group else f"file:{k}"
+                       for k, cf in enumerate(cfs)])
     n = max(2, min(n_splits, len(set(groups))))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*least populated.*")
@@ -163,14 +173,14 @@ def source_weights(params: dict[str, Any] | None = None) -> dict[str, float]:
 
 
 def oof_probabilities(cfs: Sequence[CorpusFile], *, folds: int = 5, params: dict[str, Any] | None = None,
-                      extras: Sequence[CorpusFile] = ()) -> tuple[list[np.ndarray], list[str], int]:
+                      extras: Sequence[CorpusFile] = (), by: str = "thread") -> tuple[list[np.ndarray], list[str], int]:
     """Out-of-fold block probabilities of every file (columns: every label of the corpus), and the fold count.
     ``extras`` (the ledger's examples) join the training part of every fold and are never scored."""
     oof: list[np.ndarray | None] = [None] * len(cfs)
     all_labels = sorted({lab for cf in [*cfs, *extras] for _, lab, _ in training_rows(cf)})
     weights = source_weights(params)
     n = 0
-    for train_idx, test_idx in _folds(cfs, folds):
+    for train_idx, test_idx in _folds(cfs, folds, by=by):
         n += 1
         X, y, w, _ = design([cfs[i] for i in train_idx] + list(extras), weights)
         pipe = make_pipeline(params)
@@ -196,9 +206,10 @@ def mode_scores(cfs: Sequence[CorpusFile], got: Sequence[str | None]) -> dict[st
 
 
 def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5, params: dict[str, Any] | None = None,
-                   threshold: float | None = None, extras: Sequence[CorpusFile] = ()) -> CVResult:
-    """Stratified, grouped k-fold over files: out-of-fold block probabilities, a threshold per mode, scores."""
-    probs, all_labels, n = oof_probabilities(cfs, folds=folds, params=params, extras=extras)
+                   threshold: float | None = None, extras: Sequence[CorpusFile] = (), by: str = CV_GROUPS) -> CVResult:
+    """Stratified, grouped k-fold over files (``by`` thread or project, `_folds`): out-of-fold block
+    probabilities, a threshold per mode, scores."""
+    probs, all_labels, n = oof_probabilities(cfs, folds=folds, params=params, extras=extras, by=by)
     if threshold is None:
         threshold, curve = choose_threshold(cfs, probs, all_labels)
     else:
@@ -210,7 +221,7 @@ def cross_validate(cfs: Sequence[CorpusFile], *, folds: int = 5, params: dict[st
     modes = {"regex": mode_scores(cfs, answers(cfs, probs, all_labels, 1.0, "regex")),
              "learned": mode_scores(cfs, got),
              "both": mode_scores(cfs, answers(cfs, probs, all_labels, both, "both"))}
-    return CVResult(threshold, curve, scores, n, both, curve_both, modes)
+    return CVResult(threshold, curve, scores, n, both, curve_both, modes, by)
 
 
 def fit(cfs: Sequence[CorpusFile], params: dict[str, Any] | None = None) -> Pipeline:

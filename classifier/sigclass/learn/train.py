@@ -27,7 +27,7 @@ from sigclass.errors import ModelError
 from sigclass.learn.blocktext import ABSTAIN
 from sigclass.learn.corpus import collect, corpus_hash, CorpusFile, ledger_hash, training_rows
 from sigclass.learn.estimator import DEFAULT_PARAMS, SEED
-from sigclass.learn.evaluate import cross_validate, CVResult, fit
+from sigclass.learn.evaluate import cross_validate, CV_GROUPS, CVResult, fit
 from sigclass.learn.examples import examples_hash, ledger_examples
 
 
@@ -41,11 +41,12 @@ class Trained:
 
 
 def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: dict[str, Any] | None = None,
-          phrasings: Sequence[tuple[str, str, str]] = ()) -> Trained:
+          phrasings: Sequence[tuple[str, str, str]] = (), groups: str = CV_GROUPS) -> Trained:
     """Collect blocks, choose the abstain threshold by stratified CV over files, fit on everything.
 
     The ledger's examples and the corpus's ``phrasings`` (`sigclass.learn.examples`) are extra training text
-    at the weights the parameters give them: in every fold, never scored."""
+    at the weights the parameters give them: in every fold, never scored. ``groups``: what a fold holds out
+    whole, a thread or a project (`sigclass.learn.evaluate._folds`)."""
     import time
 
     if not files:
@@ -60,7 +61,7 @@ def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: 
     labels = {cf.label for cf in cfs}
     if len(labels - set(ABSTAIN)) < 1 or len(labels) < 2:
         raise ModelError(f"the corpus has labels {sorted(labels)}; training needs at least one family and one other label")
-    cv = cross_validate(cfs, folds=folds, params=params, extras=extras)
+    cv = cross_validate(cfs, folds=folds, params=params, extras=extras, by=groups)
     pipe = fit(cfs + extras, params)
     seconds = time.perf_counter() - t0
     meta = {
@@ -72,7 +73,7 @@ def train(files: Sequence[tuple[Path, str]], ledger, *, folds: int = 5, params: 
         "threshold": cv.threshold,
         "threshold_both": cv.threshold_both,
         "params": p,
-        "cv": {"folds": cv.folds, "macro_f1": round(cv.scores["macro_f1"], 4),
+        "cv": {"folds": cv.folds, "groups": cv.groups, "macro_f1": round(cv.scores["macro_f1"], 4),
                "known_accuracy": round(cv.scores["known_accuracy"], 4),
                "quiet_on_clean": round(cv.scores["quiet_on_clean"], 4),
                "modes": {mode: {k: round(v, 4) if isinstance(v, float) else v for k, v in m.items()}

@@ -1,0 +1,89 @@
+"""Cross-validation that holds out whole projects, and the features meant to carry across stacks and phrasings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sigclass.cli.app import app
+from sigclass.learn import evaluate
+from sigclass.learn.blocktext import normalise_block, path_kinds
+from sigclass.learn.corpus import CorpusFile, file_groups, project_of
+
+# --------------------------------------------------------------------------- projects
+
+
+def test_a_thread_belongs_to_its_repository_or_its_site():
+    assert project_of("https://github.com/vllm-project/vllm/issues/17965") == "vllm-project/vllm"
+    assert project_of("https://github.com/NVIDIA/nccl/issues/1283#issuecomment-1") == "nvidia/nccl"
+    assert project_of("https://github.com/pytorch/pytorch/pull/45150") == "pytorch/pytorch"
+    assert project_of("https://discuss.pytorch.org/t/nccl-error/1234") == "discuss.pytorch.org"
+    # a file without a thread is its own group, whatever the grouping
+    assert project_of("file:/corpus/written/clean/a.log") == "file:/corpus/written/clean/a.log"
+
+
+def _index(root: Path, rows: list[dict]) -> list[tuple[Path, str]]:
+    files = []
+    for rec in rows:
+        p = root / rec["file"]
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x\n")
+        files.append((p, rec["family"]))
+    (root / "index.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return files
+
+
+def test_folds_by_project_keep_every_thread_of_a_repository_in_one_fold(tmp_path):
+    rows = []
+    for k in range(36):
+        fam = ("cuda-oom", "segfault", "unknown")[k % 3]
+        # 6 projects of 2 threads of 3 files each
+        rows.append({"file": f"{fam}/f{k}.log", "family": fam,
+                     "thread": f"https://github.com/org{k // 6}/repo/issues/{k // 3}"})
+    files = _index(tmp_path / "real", rows)
+    cfs = [CorpusFile(p, lab, group=g) for (p, lab), g in zip(files, file_groups(files))]
+    assert len({cf.group for cf in cfs}) == 12
+    by_thread: dict[str, set[int]] = {}
+    by_project: dict[str, set[int]] = {}
+    for fold, (_, test) in enumerate(evaluate._folds(cfs, 3, by="thread")):
+        for i in test:
+            by_thread.setdefault(project_of(cfs[i].group), set()).add(fold)
+    for fold, (_, test) in enumerate(evaluate._folds(cfs, 3, by="project")):
+        for i in test:
+            by_project.setdefault(project_of(cfs[i].group), set()).add(fold)
+    assert len(by_project) == 6 and all(len(f) == 1 for f in by_project.values())
+    # grouped by thread, the two threads of some project land in different folds
+    assert any(len(f) > 1 for f in by_thread.values())
+    with pytest.raises(ValueError, match="thread"):
+        list(evaluate._folds(cfs, 3, by="repo"))
+
+
+def test_eval_refuses_an_unknown_grouping_in_one_line():
+    res = CliRunner().invoke(app, ["eval", "--cv-groups", "repo"])
+    assert res.exit_code == 2
+    assert "--cv-groups" in res.output and "thread, project" in res.output
+    assert "Traceback" not in res.output
+
+
+# --------------------------------------------------------------------------- path kinds
+
+
+def test_a_system_location_of_a_path_becomes_a_token_and_the_rest_stays_masked():
+    assert path_kinds("No space left on device: '/dev/shm/torch_1234_abc'") == ["pathin_dev_shm"]
+    assert path_kinds("cp /tmp/x /home/alice/ckpt/model.pt") == ["pathin_tmp", "pathin_home"]
+    # a relative path, or one inside a word, says nothing
+    assert path_kinds("wrote ./dev/shm/x and foo/dev/shm") == []
+    text = normalise_block("OSError: [Errno 28] No space left on device: '/dev/shm/joblib_mm/a.pkl'", path_kinds=True)
+    assert "pathin_dev_shm" in text and "joblib_mm" not in text and "<PATH>" in text
+    assert "pathin_" not in normalise_block("OSError: [Errno 28] No space left on device: '/dev/shm/x'")
+
+
+def test_shared_memory_and_disk_read_apart_when_only_the_path_differs():
+    shm = normalise_block("OSError: [Errno 28] No space left on device: '/dev/shm/a'", path_kinds=True)
+    disk = normalise_block("OSError: [Errno 28] No space left on device: '/data/ckpt/a'", path_kinds=True)
+    assert shm != disk
+    assert normalise_block("OSError: [Errno 28] No space left on device: '/dev/shm/a'") == \
+        normalise_block("OSError: [Errno 28] No space left on device: '/data/ckpt/a'")
