@@ -87,3 +87,9 @@ def test_shared_memory_and_disk_read_apart_when_only_the_path_differs():
     assert shm != disk
     assert normalise_block("OSError: [Errno 28] No space left on device: '/dev/shm/a'") == \
         normalise_block("OSError: [Errno 28] No space left on device: '/data/ckpt/a'")
+
+
+def test_a_count_out_of_a_total_reads_as_two_numbers_not_a_path():
+    text = normalise_block("Retrying in 1s [Retry 1/5].\nstep 300/1000 wrote /data/ckpt/300", path_kinds=True)
+    assert "[Retry <NUM>/<NUM>]" in text and "step <NUM>/<NUM>" in text
+    assert "<PATH>" in text and "pathin_data" in text

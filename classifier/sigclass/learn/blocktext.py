@@ -87,11 +87,17 @@ def path_kinds(line: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# a count out of a total ('[Retry 1/5]', 'step 300/1000') is two numbers, not a number and a path
+_RATIO = re.compile(r"(?<![\w./])\d+/\d+(?![\w/])")
+
+
 def _mask(line: str, kinds: bool = False) -> str:
     """`sigclass.text.lines.mask` for the model: exit codes, signal numbers and digits of names kept (with
-    ``kinds``, the system locations of its paths added as tokens, `path_kinds`)."""
+    ``kinds``, the system locations of its paths added as tokens, `path_kinds`, and a ratio read as numbers)."""
     extra = path_kinds(line) if kinds else []
     line = _EXIT.sub(lambda m: f"{m[1].lower().replace(' ', '')}_{m[2].replace('-', 'neg')}", line)
+    if kinds:
+        line = _RATIO.sub("<NUM>/<NUM>", line)
     for rx, rep in _MASKS:
         line = rx.sub(rep, line)
     return " ".join(line.split() + extra)

@@ -29,7 +29,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "C": 100.0, "loss": "logistic", "calibration": "none",
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
     "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
-    "split_words": "none", "last_exception": 1, "path_kinds": False,
+    "split_words": "none", "last_exception": 1, "path_kinds": True,
     # weights of the training rows by where the text comes from: real excerpts, written ones, the ledger's own
     # `# expect:` examples and the corpus's framework phrasings (0 leaves those out)
     "written_weight": 1.0, "example_weight": 0.5, "phrasing_weight": 0.25,
@@ -173,10 +173,6 @@ class CalibratedLinearClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
-def exception_view_lower(doc: str) -> str:
-    return exception_view(doc).lower()
-
-
 _WORD_TOKENS = r"<[A-Z]+>|[A-Za-z_][A-Za-z0-9_]+"
 
 
@@ -189,8 +185,7 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
         ("word", TfidfVectorizer(token_pattern=_WORD_TOKENS, lowercase=False, ngram_range=(1, 2), sublinear_tf=True,
                                  min_df=p["word_min_df"], max_features=p["word_features"], dtype=np.float32)),
         ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=(3, p["char_max_n"]), sublinear_tf=True,
-                                 min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32,
-                                 **({"preprocessor": exception_view_lower} if p.get("char_view") == "exc" else {}))),
+                                 min_df=p["char_min_df"], max_features=p["char_features"], dtype=np.float32)),
     ]
     if p["exc_features"]:
         # character n-grams of the exception lines alone: the raised error's type and message weigh on their own
