@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
@@ -12,6 +9,7 @@ from sigclass.cli.app import app
 from sigclass.learn import evaluate
 from sigclass.learn.blocktext import normalise_block, path_kinds
 from sigclass.learn.corpus import CorpusFile, file_groups, project_of
+from test_learn_cv import _write_index
 
 # --------------------------------------------------------------------------- projects
 
@@ -25,17 +23,6 @@ def test_a_thread_belongs_to_its_repository_or_its_site():
     assert project_of("file:/corpus/written/clean/a.log") == "file:/corpus/written/clean/a.log"
 
 
-def _index(root: Path, rows: list[dict]) -> list[tuple[Path, str]]:
-    files = []
-    for rec in rows:
-        p = root / rec["file"]
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text("x\n")
-        files.append((p, rec["family"]))
-    (root / "index.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return files
-
-
 def test_folds_by_project_keep_every_thread_of_a_repository_in_one_fold(tmp_path):
     rows = []
     for k in range(36):
@@ -43,7 +30,7 @@ def test_folds_by_project_keep_every_thread_of_a_repository_in_one_fold(tmp_path
         # 6 projects of 2 threads of 3 files each
         rows.append({"file": f"{fam}/f{k}.log", "family": fam,
                      "thread": f"https://github.com/org{k // 6}/repo/issues/{k // 3}"})
-    files = _index(tmp_path / "real", rows)
+    files = _write_index(tmp_path / "real", rows)
     cfs = [CorpusFile(p, lab, group=g) for (p, lab), g in zip(files, file_groups(files))]
     assert len({cf.group for cf in cfs}) == 12
     by_thread: dict[str, set[int]] = {}
