@@ -80,3 +80,13 @@ def test_a_count_out_of_a_total_reads_as_two_numbers_not_a_path():
     text = normalise_block("Retrying in 1s [Retry 1/5].\nstep 300/1000 wrote /data/ckpt/300", path_kinds=True)
     assert "[Retry <NUM>/<NUM>]" in text and "step <NUM>/<NUM>" in text
     assert "<PATH>" in text and "pathin_data" in text
+
+
+def test_a_death_named_by_its_signal_description_is_the_same_token_as_by_its_number():
+    bus = normalise_block("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.", signals=True)
+    assert "killsig_BUS" in bus.splitlines()
+    segv = normalise_block("bash: line 1:  4242 Segmentation fault (core dumped) python train.py", signals=True)
+    assert "killsig_SEGV" in segv.splitlines()
+    assert "killsig_SEGV" in normalise_block("exitcode  : -11 (pid: 4242)", signals=True).splitlines()
+    # the words alone, in a sentence, are no death
+    assert "killsig_" not in normalise_block("ERROR: Unexpected segmentation fault encountered in worker.", signals=True)

@@ -56,6 +56,13 @@ _SIGNALS = {2: "INT", 6: "ABRT", 7: "BUS", 9: "KILL", 11: "SEGV", 15: "TERM"}
 _SIGNAME = re.compile(r"\bSIG(INT|ABRT|BUS|KILL|SEGV|TERM)\b")
 
 
+# ... or by the signal's description (C's strsignal): PyTorch's DataLoader says 'worker (pid N) is killed by
+# signal: Bus error.', a shell 'Segmentation fault (core dumped)'
+_STRSIGNAL = {"Killed": "KILL", "Segmentation fault": "SEGV", "Bus error": "BUS", "Terminated": "TERM", "Aborted": "ABRT"}
+_BY_NAME = re.compile(r"\bby signal:? (Killed|Segmentation fault|Bus error|Terminated|Aborted)\b"
+                      r"|(?<![\w])(Segmentation fault|Bus error|Aborted) \(core dumped\)")
+
+
 def _signals(line: str) -> list[str]:
     out = []
     for m in _EXIT.finditer(line):
@@ -67,6 +74,7 @@ def _signals(line: str) -> list[str]:
         elif n > 128 and n - 128 in _SIGNALS and m[1].lower() != "signal":
             out.append(_SIGNALS[n - 128])
     out.extend(_SIGNAME.findall(line))
+    out.extend(_STRSIGNAL[m[1] or m[2]] for m in _BY_NAME.finditer(line))
     return out
 
 
