@@ -92,9 +92,10 @@ def train(
         _fail(ModelError(f"--pin only applies to the shipped model {shipped_target}, not {target}"))
     _check_writable(target)  # before minutes of training, not after
     try:
+        groups = _groups(cv_groups)
         dirs = _dirs(corpus, no_shipped_corpus)
         trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs),
-                              groups=_groups(cv_groups))
+                              groups=groups)
         trained.meta["command"] = "sigclass train " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else "sigclass train"
         digest = artefact.save(trained.pipeline, trained.meta, target)
     except (SigclassError, OSError) as exc:
@@ -148,9 +149,10 @@ def eval_(
     t0 = time.perf_counter()
     scored: dict[str, dict[str, dict]] = {}
     try:
+        groups = _groups(cv_groups)
         dirs = _dirs(corpus, no_shipped_corpus)
         trained = train_model(corpus_files(dirs), lg, folds=folds, phrasings=corpus_phrasings(dirs),
-                              groups=_groups(cv_groups))
+                              groups=groups)
         predictor = Predictor(trained.pipeline, trained.meta["threshold"], trained.meta)
         targets = [(d, "heldout") for d in dirs if corpus_files([d], split="heldout")]
         targets += [(Path(d), "all") for d in score_dirs or []]
