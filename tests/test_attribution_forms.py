@@ -345,3 +345,136 @@ def test_a_watchdog_that_began_waiting_before_the_stop_is_not_its_victim():
                 "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
     v = sigclass.classify("\n".join(AGENT_STOPPED + [watchdog]) + "\n").verdict
     assert (v.cause.family, v.cause.worker) == ("nccl-watchdog-timeout", "1")
+
+
+# --------------------------------------------------------------------------- srun's padded and heterogeneous labels
+
+# Slurm's `_build_label` (src/api/step_io.c): `"%*d: "` with the width of the largest task id, `"P%u %*d: "` for a
+# component of a heterogeneous job
+@pytest.mark.parametrize("line, worker", [
+    (" 3: Traceback (most recent call last):", "3"),  # 10 to 99 tasks
+    ("  7: RuntimeError: CUDA error: an illegal memory access was encountered", "7"),  # 100 to 999 tasks
+    ("12: Traceback (most recent call last):", "12"),
+    ("P1  3: Traceback (most recent call last):", "P1:3"),
+    ("P0 12: Traceback (most recent call last):", "P0:12"),
+    # a Rust backtrace's frame numbers are four wide (tokenizers, a training excerpt): not labels
+    ("   0: rust_begin_unwind", None),
+    ("  10: tokenizers::tokenizer::PyTokenizer::train", None),
+])
+def test_srun_labels_padded_to_the_task_width_name_the_task(line, worker):
+    from sigclass.text.lines import split_line
+
+    assert split_line(line).worker == worker
+
+
+OOM_TASK = [
+    "Traceback (most recent call last):",
+    '  File "/w/train.py", line 88, in <module>',
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB "
+    "of which 1.02 GiB is free.",
+]
+WATCHDOG_TASK = ("[E1120 14:47:16.100000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                 "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=interleavings([[f" 3: {x}" for x in OOM_TASK],
+                           [f" 0: {WATCHDOG_TASK.format(r=0)}"], [f"11: {WATCHDOG_TASK.format(r=11)}"]]))
+def test_a_padded_srun_task_s_fault_is_the_cause_however_the_tasks_interleave(data):
+    assert _cause("\n".join(data) + "\n") == ("cuda-oom", "3")
+
+
+# --------------------------------------------------------------------------- colour codes as pastes keep them
+
+# a training excerpt (ray-project/ray#31828): Ray's dim cyan prefix whose ESC bytes the web page dropped
+RAY_BARE_SGR = ("[2m[36m(RayTrainWorker pid=1942, ip=100.97.252.234)[0m 17-Jan-23 17:21:19 [Worker:0] [INFO] "
+                "Returning from train func!!")
+# a training excerpt (vllm-project/vllm#33297): vLLM's prefix in caret notation, after a CI runner's timestamp
+VLLM_CARET = ("[2026-01-26T17:25:37Z] ^[[0;36m(EngineCore_DP0 pid=738)^[[0;0m ^[[31mERROR^[[0m ^[[90m01-26 "
+              "09:25:37^[[0m ^[[90m[core.py:935]^[[0m ValueError: Free memory on device cuda:0")
+
+
+def test_a_prefix_in_colour_codes_without_their_escape_byte_is_read():
+    from sigclass.text.lines import split_line
+
+    ln = split_line(RAY_BARE_SGR)
+    assert (ln.stream.kind, ln.worker) == ("RayTrainWorker", "1942")
+    assert ln.content.startswith("17-Jan-23 17:21:19 [Worker:0] [INFO] Returning")
+
+
+def test_a_prefix_in_caret_notation_is_read():
+    from sigclass.text.lines import split_line
+
+    ln = split_line(VLLM_CARET)
+    assert (ln.stream.kind, ln.stream.id) == ("EngineCore_DP0", "738")
+    assert "^[" not in ln.content and ln.content.endswith("ValueError: Free memory on device cuda:0")
+
+
+@pytest.mark.parametrize("line", [
+    "[5m] elapsed, [3 items] left",  # brackets that are no colour code
+    "[rank0]: [INFO] step 10",
+])
+def test_text_in_brackets_that_is_not_a_colour_code_is_kept(line):
+    from sigclass.text.lines import clean
+
+    assert clean(line) == line
+
+
+# --------------------------------------------------------------------------- the process the OOM killer took
+
+# the kernel's report (mm/oom_kill.c, `__oom_kill_process`): `Out of memory: Killed process %d (%s) total-vm:...`
+KERNEL_KILLED_5556 = ("[Tue Nov 19 14:40:01 2024] Out of memory: Killed process 5556 (python) total-vm:81234567kB, "
+                      "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:120000kB oom_score_adj:0")
+ELASTIC_TABLE_TWO_KILLED = """\
+Traceback (most recent call last):
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2024-11-19_14:47:20
+  host      : node
+  rank      : 3 (local_rank: 3)
+  exitcode  : -9 (pid: 5556)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 5556
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-11-19_14:47:20
+  host      : node
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 5555)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 5555
+============================================================
+"""
+
+
+def test_the_pid_the_kernel_killed_names_the_worker_over_the_launcher_s_first_observed():
+    # both ranks exited -9; the launcher lists rank 0 as its first observed failure, the kernel took pid 5556
+    text = "[rank0]: step 100 loss 1.2\n" + KERNEL_KILLED_5556 + "\n" + ELASTIC_TABLE_TWO_KILLED
+    assert _cause(text) == ("host-oom-killed", "3")
+
+
+def test_the_pid_the_kernel_killed_is_a_ray_worker_s_that_printed_nothing():
+    text = "\n".join([
+        "(RayWorkerWrapper pid=4242, ip=10.0.0.2) INFO 11-19 14:39:00 step 1",
+        "(RayWorkerWrapper pid=4243, ip=10.0.0.2) INFO 11-19 14:39:00 step 1",
+        "[Tue Nov 19 14:40:01 2024] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,"
+        "global_oom,task_memcg=/user.slice,task=ray::RayWorkerW,pid=4243,uid=1000",
+        "[Tue Nov 19 14:40:01 2024] Out of memory: Killed process 4243 (ray::RayWorkerW) total-vm:81234567kB, "
+        "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:120000kB oom_score_adj:0",
+        "(RayWorkerWrapper pid=4242, ip=10.0.0.2) [E1119 14:50:01.100000000 ProcessGroupNCCL.cpp:616] [Rank 0] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.",
+    ]) + "\n"
+    assert _cause(text) == ("host-oom-killed", "4243")
+
+
+def test_a_killed_pid_no_line_maps_to_a_rank_names_no_worker():
+    # ranks named by prefix, and no launcher line that says which pid was which rank: the pid is not a rank
+    text = "\n".join(["[rank0]: step 100 loss 1.2", "[rank1]: step 100 loss 1.2", KERNEL_KILLED_5556]) + "\n"
+    assert _cause(text) == ("host-oom-killed", None)

@@ -35,13 +35,19 @@ from typing import Iterable, Sequence
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.scan.shapes import fault_line
 from sigclass.text.lines import fingerprint
-from sigclass.text.prefixes import NOT_A_WORKER, Stream
+from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS, Stream
 from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
                                    worker_in_text, worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
 
 _RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+# the pid the kernel's OOM killer names (`Out of memory: Killed process 5556 (python) total-vm:...`, before 4.x
+# `Kill process 5556 (python) score 900 or sacrifice child`, `oom-kill:constraint=CONSTRAINT_NONE,...,task=python,
+# pid=5556,uid=1000`): the process it took, whose launcher line (`local_rank: 1 (pid: 5556)`, the ChildFailedError
+# table's `exitcode  : -9 (pid: 5556)`) or own prefix (`(RayWorkerWrapper pid=5556)`) names the worker
+_KILLED_PID = re.compile(r"\bKill(?:ed)? process (?P<p>\d+) \(|\boom-kill:\S*?[,:]pid=(?P<q>\d+)\b")
+_PID_OF_EXIT = re.compile(r"\(pid: (?P<p>\d+)\)|\bPID (?P<q>\d+)\b")
 _KERNEL_OOM = re.compile(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|killed by the cgroup out-of-memory|Killed process \d+")
 
 TIER_DIRECT, TIER_SUMMARY, TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN, TIER_SECONDARY, TIER_STOPPED, TIER_EXITED, TIER_REPORT = (
@@ -96,6 +102,7 @@ class _Cand:
     process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
     first: int = 0  # among equal direct faults of different workers with no time of their own: the first printed
     helper: bool = False  # printed by a helper process of a worker (vLLM's EngineCore): a copy when a worker shows it too
+    killed: str | None = None  # the pid the kernel's OOM killer names in it
 
     def key(self) -> tuple:
         return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
@@ -145,6 +152,42 @@ def _after_teardown(f: Finding, block: Sequence[str]) -> list[_Cand]:
             return [_Cand(UNKNOWN, norm_worker(worker_in_text(tail)), f.line + i, fingerprint([UNKNOWN, ln.strip()]),
                           0.0, TIER_UNKNOWN, None, f.time, 0, CauseBasis.OWN_LINES, None)]
     return []
+
+
+def _killed_pid(block: Sequence[str]) -> str | None:
+    """The pid the kernel's OOM killer names in a failure's lines (the last, when it took several)."""
+    found = None
+    for ln in block:
+        m = _KILLED_PID.search(ln)
+        if m:
+            found = m["p"] or m["q"]
+    return found
+
+
+_NOT_PID_KINDS = ("", *RANK_KINDS, "host", "w", "jsonl")  # streams whose id is a rank or a host, not a pid
+
+
+def _workers_by_pid(cands: Sequence[_Cand], exits: Sequence[Exit]) -> dict[str, str]:
+    """Worker ids by pid, as this log names them: a launcher's exit line or table row naming both
+    (`failed (exitcode: -9) local_rank: 1 (pid: 5556)`), a process prefix whose id is the pid of a worker
+    (`(RayWorkerWrapper pid=5556, ip=...)`)."""
+    out: dict[str, str] = {}
+    for e in exits:
+        m = _PID_OF_EXIT.search(e.text)
+        w = norm_worker(e.worker)
+        if m and w is not None:
+            out.setdefault(m["p"] or m["q"], w)
+    pid_named = False
+    for c in cands:
+        kind, _, pid = (c.process or "").rpartition(":")
+        if c.worker is not None and pid == c.worker and kind not in _NOT_PID_KINDS:
+            out.setdefault(c.worker, c.worker)
+            pid_named = True
+    if pid_named:  # workers named by their pids (Ray's actors): the pid the kernel took is a worker's id
+        for c in cands:
+            if c.killed is not None:
+                out.setdefault(c.killed, c.killed)
+    return out
 
 
 def _is_summary(lines: Iterable[str]) -> bool:
@@ -205,7 +248,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         began = _began(f.time, block) if f.timed else None
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
-                           _process_of(f.stream, worker), helper=helper))
+                           _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block)))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
@@ -216,7 +259,14 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     # several failed: the one the launcher saw fail first (evidence, not truth, but all there is for these lines)
     first_seen = {norm_worker(e.worker) for e in exits
                   if e.worker is not None and e.code not in _NOT_FAILED and FIRST_OBSERVED.search(e.text)}
+    by_pid = _workers_by_pid(cands, exits)
     for c in cands:
+        if c.killed is not None and c.killed in by_pid and c.worker in (None, by_pid[c.killed]):
+            # the process the OOM killer took, as its launcher or its prefix names it: the kernel's own word on
+            # that worker, above a launcher's list of the workers that exited -9 (the others its teardown)
+            c.worker = by_pid[c.killed]
+            c.tier = max(c.tier, TIER_DIRECT) if c.tier == TIER_SUMMARY else c.tier
+            continue
         if c.worker is not None or c.tier < TIER_UNSEEN:
             continue
         codes = family_of_exit_codes(c.family)

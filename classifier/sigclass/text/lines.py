@@ -29,7 +29,8 @@ def _by_first_char(table):
     anything = []
     for kind, rx in table:
         src = re.sub(r"^\(\?P<\w+>", "", rx.pattern)
-        firsts = "[" if src.startswith("\\[") else "(" if src.startswith("\\(") else digits if src.startswith("\\d") else None
+        firsts = ("[" if src.startswith("\\[") else "(" if src.startswith("\\(") else digits if src.startswith("\\d")
+                  else " " if src.startswith("(?=[ ") else None)
         if firsts is None:
             anything.append((kind, rx))
             for key in out:
@@ -81,10 +82,23 @@ class Line:
     line_override: int | None = None
 
 
+# Colour codes as a paste keeps them: written in caret notation (`^[[0;36m`, what `cat -v` and `less` show), or
+# without their ESC byte (`[2m[36m(RayTrainWorker pid=5)[0m `, a web page drops the control character). The caret
+# form is unambiguous; a bare one is read as colour only at a line's start (after a bracketed timestamp at most),
+# where it stands before a worker prefix, and then every bare code on that line is colour
+_CARET_ESC = "^[["
+_BARE_SGR_AT_START = re.compile(r"(?:\[[^\]\n]{1,40}+\] ?)?\[[0-9;]{0,16}+m(?!\])")
+_BARE_SGR = re.compile(r"\[[0-9;]{0,16}+m(?!\])")
+
+
 def clean(raw: str) -> str:
     """Remove ANSI escapes and keep what a terminal shows after carriage returns."""
+    if _CARET_ESC in raw:
+        raw = raw.replace(_CARET_ESC, "\x1b[")
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
+    elif raw[:1] == "[" and _BARE_SGR_AT_START.match(raw):
+        raw = _BARE_SGR.sub("", raw)
     raw = raw.rstrip("\r")
     if "\r" in raw:
         parts = [p for p in raw.split("\r") if p.strip()]

@@ -39,6 +39,11 @@ PREFIXES: tuple[Prefix, ...] = (
            r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
+    # srun's `--label` pads the task id to the width of the largest (`"%*d: "`): ` 3: ` among 10 or more tasks,
+    # `  3: ` among 100 or more; a label is two or three characters wide there (a Rust backtrace's `   0: ` frame
+    # number is four). A heterogeneous job's label names its component: `P1  3: ` (the worker is component:task)
+    Prefix("tee", r"(?=[ \d]{2,3}: ) {1,2}(?P<w>\d{1,2}): ", None, names_rank=True),
+    Prefix("tee", r"(?P<host>P\d{1,3}) +(?P<w>\d{1,4}): ", None),
     # pdsh's host in front of torchrun's `--tee` prefix: `gpu187:2: ` (the worker is host:local rank)
     Prefix("tee", r"(?P<host>[A-Za-z][\w-]*):(?P<w>\d{1,4}): ", None),
     # Open MPI's own lines about a process (opal's output and signal handler, `[%s:%05d] `): `[node01:04211] ***
@@ -136,7 +141,7 @@ def _census() -> tuple[re.Pattern[bytes], tuple[tuple[int, int | None], ...]]:
         assert w is not None, p
         alts.append("".join(out))
         groups.append((w, name))
-    rx = re.compile(rb"^(?:\x1b\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
+    rx = re.compile(rb"^(?:(?:\x1b|\^\[)\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
     return rx, tuple(groups)
 
 
