@@ -478,3 +478,61 @@ def test_a_killed_pid_no_line_maps_to_a_rank_names_no_worker():
     # ranks named by prefix, and no launcher line that says which pid was which rank: the pid is not a rank
     text = "\n".join(["[rank0]: step 100 loss 1.2", "[rank1]: step 100 loss 1.2", KERNEL_KILLED_5556]) + "\n"
     assert _cause(text) == ("host-oom-killed", None)
+
+
+# --------------------------------------------------------------------------- a worker named inside a message
+
+@pytest.mark.parametrize("line, worker", [
+    # ProcessGroupNCCL's log prefix with a process group (`[PG 1 Rank 1]`, and since 2.4 its id and GUID)
+    ("[PG 1 Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST)", "1"),
+    ("[PG ID 2 PG GUID 3(TP) Rank 5] Exception (either an error or timeout) detected by watchdog at work: 808", "5"),
+    # Lightning's `rank_prefixed_message` (`[rank: {rank}] {message}`), its SIGTERM notice
+    ("[rank: 3] Received SIGTERM: 15", "3"),
+    # JAX's multi-process runtime
+    ("jax.errors.JaxRuntimeError: INTERNAL: process_index=3 failed to connect", "3"),
+    # Lightning's per-rank start-up lines say which rank prints, they are no failure of a rank
+    ("LOCAL_RANK: 3 - CUDA_VISIBLE_DEVICES: [0,1,2,3]", None),
+    ("Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8", None),
+])
+def test_a_worker_a_message_names(line, worker):
+    assert worker_in_text([line]) == worker
+
+
+def test_nemo_s_log_header_is_a_header():
+    from sigclass.text.lines import split_line
+
+    ln = split_line("[NeMo W 2024-05-01 10:00:00 nemo_logging:349] /usr/lib/python3/dist-packages/x.py:12: UserWarning: y")
+    assert ln.header.startswith("[NeMo W 2024-05-01") and ln.body.startswith("/usr/lib/python3")
+
+
+# --------------------------------------------------------------------------- vLLM V1's worker names
+
+# vLLM V1 names a worker by its parallel ranks (`setup_worker_process_title_and_logging`: `Worker`, then `_DP{r}`,
+# `_PP{r}`, `_TP{r}`, `_EP{r}` where that size is over 1) and prefixes its lines `({name} pid={pid}) `; the worker's
+# exception is what its EngineCore and the API server then report
+VLLM_TP1_IMA = [
+    "(Worker_TP1 pid=4242) ERROR 11-19 14:40:01 [multiproc_executor.py:671] WorkerProc hit an exception.",
+    "(Worker_TP1 pid=4242) ERROR 11-19 14:40:01 [multiproc_executor.py:671] Traceback (most recent call last):",
+    '(Worker_TP1 pid=4242) ERROR 11-19 14:40:01 [multiproc_executor.py:671]   File "/vllm/v1/executor/'
+    'multiproc_executor.py", line 666, in worker_busy_loop',
+    "(Worker_TP1 pid=4242) ERROR 11-19 14:40:01 [multiproc_executor.py:671] torch.AcceleratorError: CUDA error: an "
+    "illegal memory access was encountered",
+]
+VLLM_ENGINE_AFTER = [
+    "(EngineCore_DP0 pid=4200) ERROR 11-19 14:40:02 [core.py:710] EngineCore encountered a fatal error.",
+    "(EngineCore_DP0 pid=4200) ERROR 11-19 14:40:02 [core.py:710] Traceback (most recent call last):",
+    "(EngineCore_DP0 pid=4200) ERROR 11-19 14:40:02 [core.py:710] RuntimeError: Worker failed with error 'CUDA error: "
+    "an illegal memory access was encountered', please check the stack trace above for the root cause",
+]
+VLLM_API_AFTER = [
+    "(APIServer pid=4100) ERROR 11-19 14:40:02 [async_llm.py:480] AsyncLLM output_handler failed.",
+    "(APIServer pid=4100) ERROR 11-19 14:40:02 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: "
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=interleavings([VLLM_TP1_IMA, VLLM_ENGINE_AFTER, VLLM_API_AFTER,
+                           ["(Worker_TP0 pid=4241) INFO 11-19 14:40:00 [gpu_model_runner.py:1] step"]]))
+def test_a_vllm_v1_worker_s_fault_is_the_cause_not_its_engine_s_report(data):
+    assert _cause("\n".join(data) + "\n") == ("cuda-illegal-memory-access", "4242")

@@ -58,6 +58,7 @@ _HEADER = re.compile(
     # vLLM: `ERROR 03-06 06:49:30 [core.py:123] `, and before 0.8 `ERROR 03-13 16:32:15 worker_base.py:574] `
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]]*\]|[\w.]+:\d+\]) ?"
     r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]]*\] ?"  # glog / torch
+    r"|\[NeMo [DIWEC] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ?"  # NeMo: `[NeMo W 2024-05-01 10:00:00 nemo_logging:349] `
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?:\s*\[[^\]]*\])?(?:\s+[\w.]+:)?)? ?"
     r")"
 )
