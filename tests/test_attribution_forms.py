@@ -536,3 +536,27 @@ VLLM_API_AFTER = [
                            ["(Worker_TP0 pid=4241) INFO 11-19 14:40:00 [gpu_model_runner.py:1] step"]]))
 def test_a_vllm_v1_worker_s_fault_is_the_cause_not_its_engine_s_report(data):
     assert _cause("\n".join(data) + "\n") == ("cuda-illegal-memory-access", "4242")
+
+
+# --------------------------------------------------------------------------- how long a victim had waited
+
+@pytest.mark.parametrize("waited", [
+    # ProcessGroupNCCL's heartbeat monitor (`handleStall`): the watchdog itself was stuck for 8 minutes
+    "[rank1]:[E0616 16:14:05.100000000 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+    "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.",
+    # Gloo's unbound buffer: `Timed out waiting {timeout}ms for recv operation to complete`
+    "[rank1]:[E0616 16:14:05.100000000 unbound_buffer.cc:81] [/pytorch/third_party/gloo/gloo/transport/tcp/"
+    "unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete",
+])
+def test_a_wait_that_began_before_the_stop_is_not_the_stop_s_victim(waited):
+    v = sigclass.classify("\n".join(AGENT_STOPPED + [waited]) + "\n").verdict
+    assert v.cause.family != "process-killed-by-signal" and v.cause.worker == "1"
+
+
+def test_a_wait_longer_than_any_clock_is_read_as_no_wait():
+    # `ran for` with more digits than a time span holds: the failure keeps the time it was printed, no error
+    text = ("[rank0]:[E1120 14:47:16.100 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+            "999999999999999999999999 milliseconds before timing out.\n[rank1]: RuntimeError: CUDA error: an illegal "
+            "memory access was encountered\n")
+    assert _cause(text) == ("cuda-illegal-memory-access", "1")

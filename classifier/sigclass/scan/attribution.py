@@ -41,7 +41,13 @@ from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exi
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
 
-_RAN_FOR = re.compile(r"ran for (\d+) milliseconds")
+# how long a victim had been waiting when it printed (so when its wait began), as the frameworks word it: the NCCL
+# watchdog's `ran for 600012 milliseconds before timing out`, its heartbeat monitor's `watchdog got stuck for 480
+# seconds`, Gloo's `Timed out waiting 1800000ms for recv operation`, c10d's `The client socket has timed out after
+# 1800s`, TCPStore's `Timed out after 1801 seconds waiting for clients`
+_RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds|watchdog got stuck for (?P<s>\d+) seconds"
+                      r"|Timed out waiting (?P<ms2>\d+)ms|timed out after (?P<s2>\d+)s\b"
+                      r"|Timed out after (?P<s3>\d+) seconds waiting for clients")
 # the pid the kernel's OOM killer names (`Out of memory: Killed process 5556 (python) total-vm:...`, before 4.x
 # `Kill process 5556 (python) score 900 or sacrifice child`, `oom-kill:constraint=CONSTRAINT_NONE,...,task=python,
 # pid=5556,uid=1000`): the process it took, whose launcher line (`local_rank: 1 (pid: 5556)`, the ChildFailedError
@@ -126,9 +132,11 @@ def _began(time: str | None, block: Sequence[str]) -> str | None:
     for ln in block:
         m = _RAN_FOR.search(ln)
         if m:
+            ms = m["ms"] or m["ms2"]
             try:
-                t = datetime.strptime(time, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(milliseconds=int(m.group(1)))
-            except ValueError:
+                waited = int(ms) if ms else 1000 * int(m["s"] or m["s2"] or m["s3"])
+                t = datetime.strptime(time, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(milliseconds=waited)
+            except (ValueError, OverflowError):  # a duration no clock holds: the time it was printed
                 return time
             return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return time
