@@ -560,3 +560,36 @@ def test_a_wait_longer_than_any_clock_is_read_as_no_wait():
             "999999999999999999999999 milliseconds before timing out.\n[rank1]: RuntimeError: CUDA error: an illegal "
             "memory access was encountered\n")
     assert _cause(text) == ("cuda-illegal-memory-access", "1")
+
+
+# --------------------------------------------------------------------------- NCCL's own prefix
+
+# `ncclDebugLog` (src/debug.cc): `"%s:%d:%d [%d] NCCL INFO "` and `"\n%s:%d:%d [%d] %s:%d NCCL WARN "` (host, pid,
+# thread id, CUDA device)
+@pytest.mark.parametrize("line, worker", [
+    ("gpu-node-3:2345:2400 [1] NCCL INFO comm 0x55d0c1 rank 5 nranks 8 cudaDev 1 busId 1b000 - Init COMPLETE",
+     "gpu-node-3:2345"),
+    ("gpu-node-3:2345:2411 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", "gpu-node-3:2345"),
+    # inside a rank's prefix the rank names the worker (mpirun's, torchrun's), and so for Open MPI's own `[host:pid]`
+    ("[1,3]<stdout>:node01:2345:2400 [3] NCCL INFO Using network IB", "3"),
+    ("[rank0]:[node01:04211] Signal: Segmentation fault (11)", "0"),
+    # a compiler's or linter's `file:line:col [..]` is no NCCL line
+    ("train.py:12:5 [3] unused import", None),
+])
+def test_nccl_s_own_prefix_names_the_process(line, worker):
+    from sigclass.text.lines import split_line
+
+    assert split_line(line).worker == worker
+
+
+def test_two_processes_nccl_warnings_are_two_streams():
+    text = "\n".join([
+        "gpu-a:2345:2400 [0] NCCL INFO Channel 00/02 : 0 1",
+        "gpu-a:2346:2401 [1] NCCL INFO Channel 00/02 : 0 1",
+        "",
+        "gpu-a:2346:2411 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'",
+        "gpu-a:2346:2411 [1] NCCL INFO init.cc:1310 -> 1",
+        "gpu-a:2345:2400 [0] NCCL INFO comm 0x55d0c1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE",
+    ]) + "\n"
+    v = sigclass.classify(text).verdict
+    assert v is not None and norm_worker(v.cause.worker) == "gpu-a:2346"

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import hashlib
 import re
 
-from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RAY_WORKER_NAME, Stream
+from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RANK_KINDS, RAY_WORKER_NAME, Stream
 
 # Every pattern on log text takes time linear in the line (lines are kept up to 64 KiB): possessive repeats
 # (`*+`, `++`) where backtracking could only retry the same characters, and no two repeats next to each other
@@ -146,6 +146,9 @@ def split_line(raw: str) -> Line:
                 # rank names the worker, the lines stay the process's own stream
                 stream = Stream(stream.kind, stream.id, (k, m["w"]))
                 worker = m["w"]
+            elif k == "host" and kind in RANK_KINDS:
+                pass  # a process's own prefix inside a rank's (`[1,3]<stdout>:node01:2345:2400 [3] NCCL INFO`,
+                # `[rank0]:[node01:04211] Signal: ...`): the rank names the worker
             elif m.groupdict().get("host"):
                 worker = f"{m['host']}:{m['w']}"
                 stream = Stream(k, worker)
