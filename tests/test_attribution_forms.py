@@ -426,31 +426,16 @@ def test_text_in_brackets_that_is_not_a_colour_code_is_kept(line):
 # the kernel's report (mm/oom_kill.c, `__oom_kill_process`): `Out of memory: Killed process %d (%s) total-vm:...`
 KERNEL_KILLED_5556 = ("[Tue Nov 19 14:40:01 2024] Out of memory: Killed process 5556 (python) total-vm:81234567kB, "
                       "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:120000kB oom_score_adj:0")
-ELASTIC_TABLE_TWO_KILLED = """\
-Traceback (most recent call last):
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2024-11-19_14:47:20
-  host      : node
-  rank      : 3 (local_rank: 3)
-  exitcode  : -9 (pid: 5556)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 5556
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2024-11-19_14:47:20
-  host      : node
-  rank      : 0 (local_rank: 0)
-  exitcode  : -9 (pid: 5555)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 5555
-============================================================
-"""
+def _elastic_row(i: int, rank: int, pid: int) -> str:
+    """One failure of torchelastic's ChildFailedError table, killed by SIGKILL."""
+    return (f"[{i}]:\n  time      : 2024-11-19_14:47:20\n  host      : node\n  rank      : {rank} (local_rank: {rank})\n"
+            f"  exitcode  : -9 (pid: {pid})\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID {pid}\n")
+
+
+ELASTIC_TABLE_TWO_KILLED = (
+    "Traceback (most recent call last):\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    + "=" * 60 + "\ntrain.py FAILED\n" + "-" * 60 + "\nFailures:\n" + _elastic_row(1, 3, 5556) + "-" * 60
+    + "\nRoot Cause (first observed failure):\n" + _elastic_row(0, 0, 5555) + "=" * 60 + "\n")
 
 
 def test_the_pid_the_kernel_killed_names_the_worker_over_the_launcher_s_first_observed():
