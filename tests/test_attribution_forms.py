@@ -426,10 +426,11 @@ def test_text_in_brackets_that_is_not_a_colour_code_is_kept(line):
 # the kernel's report (mm/oom_kill.c, `__oom_kill_process`): `Out of memory: Killed process %d (%s) total-vm:...`
 KERNEL_KILLED_5556 = ("[Tue Nov 19 14:40:01 2024] Out of memory: Killed process 5556 (python) total-vm:81234567kB, "
                       "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:120000kB oom_score_adj:0")
-def _elastic_row(i: int, rank: int, pid: int) -> str:
-    """One failure of torchelastic's ChildFailedError table, killed by SIGKILL."""
+def _elastic_row(i: int, rank: int, pid: int, sig: int = 9, name: str = "SIGKILL") -> str:
+    """One failure of torchelastic's ChildFailedError table, ended by a signal."""
     return (f"[{i}]:\n  time      : 2024-11-19_14:47:20\n  host      : node\n  rank      : {rank} (local_rank: {rank})\n"
-            f"  exitcode  : -9 (pid: {pid})\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID {pid}\n")
+            f"  exitcode  : -{sig} (pid: {pid})\n  error_file: <N/A>\n  traceback : Signal {sig} ({name}) received by PID "
+            f"{pid}\n")
 
 
 ELASTIC_TABLE_TWO_KILLED = (
@@ -578,3 +579,49 @@ def test_two_processes_nccl_warnings_are_two_streams():
     ]) + "\n"
     v = sigclass.classify(text).verdict
     assert v is not None and norm_worker(v.cause.worker) == "gpu-a:2346"
+
+
+# --------------------------------------------------------------------------- a launcher's first observed failure
+
+def test_torchelastic_s_report_names_the_failure_it_observed_first_when_nothing_else_tells():
+    # every rank aborted at once and printed nothing: the table's `Root Cause (first observed failure)` row is
+    # the best word there is (its first row is just the first of the others)
+    text = ("Traceback (most recent call last):\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+            + "=" * 56 + "\ntools/train.py FAILED\n" + "-" * 56 + "\nFailures:\n" + _elastic_row(1, 1, 7001, 6, "SIGABRT")
+            + _elastic_row(2, 2, 7002, 6, "SIGABRT") + "-" * 56 + "\nRoot Cause (first observed failure):\n"
+            + _elastic_row(0, 3, 7003, 6, "SIGABRT") + "=" * 56 + "\n")
+    assert _cause(text) == ("unknown", "3")
+
+
+# --------------------------------------------------------------------------- srun's teardown
+
+# Slurm's srun (`_handle_max_wait`, `_print_task_exits`): `srun: error: %s: task%s %s: Exited with exit code %d`, then
+# the step is terminated and the other tasks are reported `Killed`, several at once
+SRUN_ONE_FAILED_OTHERS_KILLED = """\
+srun: error: gpu-a17: task 6: Exited with exit code 1
+srun: launch/slurm: _step_signal: Terminating StepId=5123.0
+slurmstepd: error: *** STEP 5123.0 ON gpu-a17 CANCELLED AT 2024-03-02T10:11:12 ***
+srun: error: gpu-a17: tasks 0-5,7: Killed
+srun: error: gpu-a18: tasks 8-15: Killed
+srun: Force Terminated StepId=5123.0
+"""
+
+
+def test_the_tasks_srun_kills_after_one_failed_are_its_teardown_not_an_oom():
+    assert _cause(SRUN_ONE_FAILED_OTHERS_KILLED) == ("unknown", "6")
+
+
+def test_a_task_srun_reports_out_of_memory_after_another_failed_is_still_an_oom():
+    text = SRUN_ONE_FAILED_OTHERS_KILLED.replace("tasks 8-15: Killed", "tasks 8-15: Out Of Memory")
+    assert _cause(text)[0] == "host-oom-killed"
+
+
+@pytest.mark.parametrize("label, got", [("1,12", "12"), ("[1,12]<stderr>:", "12"), ("[1,3]", "3")])
+def test_open_mpi_s_job_and_rank_name_the_rank(label, got):
+    assert norm_worker(label) == got
+
+
+def test_a_step_the_scheduler_cancelled_with_no_task_failed_before_is_a_stop():
+    text = ("slurmstepd: error: *** STEP 5123.0 ON gpu-a17 CANCELLED AT 2024-03-02T10:11:12 DUE TO TIME LIMIT ***\n"
+            "srun: error: gpu-a17: tasks 0-7: Killed\n")
+    assert _cause(text)[0] == "process-killed-by-signal"

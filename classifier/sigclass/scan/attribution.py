@@ -109,6 +109,7 @@ class _Cand:
     first: int = 0  # among equal direct faults of different workers with no time of their own: the first printed
     helper: bool = False  # printed by a helper process of a worker (vLLM's EngineCore): a copy when a worker shows it too
     killed: str | None = None  # the pid the kernel's OOM killer names in it
+    report: bool = False  # a launcher's own report of its failed children (its ChildFailedError), in no worker's lines
 
     def key(self) -> tuple:
         return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
@@ -198,6 +199,12 @@ def _workers_by_pid(cands: Sequence[_Cand], exits: Sequence[Exit]) -> dict[str, 
     return out
 
 
+def _only_teardown(block: Sequence[str], torn_down: set[str]) -> bool:
+    """Whether every launcher exit line of a failure is one of its teardown kills (and no kernel's word of memory)."""
+    said = [ln.strip()[:300] for ln in block if any(rx.search(ln) for rx in EXIT_LINES)]
+    return bool(said) and all(any(t in x for t in torn_down) for x in said) and not any(_KERNEL_OOM.search(x) for x in block)
+
+
 def _is_summary(lines: Iterable[str]) -> bool:
     return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
 
@@ -211,7 +218,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     kernel_oom = any(_KERNEL_OOM.search(e.text) for e in exits)
     # a kill the ledger names on a launcher's own exit line that is its teardown (Hydra's `KILLED BY SIGNAL: 9`
     # after another rank failed) is that teardown, whatever family the line's words alone would say
-    torn = {e.line for e in exits} & _teardown(exits)
+    teardown = _teardown(exits)
+    torn = {e.line for e in exits} & teardown
+    torn_down = {e.text for e in exits if e.line in teardown}
+    failed_at = min((e.line for e in exits if _IN_TIME_ORDER.search(e.text) and e.code not in _NOT_FAILED), default=None)
     for f in findings:
         if f.status == Status.RECOVERED:
             continue  # progress went on after it (scan/verdict.py): not what stopped the run
@@ -233,6 +243,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         text = "\n".join(block)
         if f.family in _STOPPED:
             tier = TIER_STOPPED if _SIGNAL_WORDS.search(text) else TIER_REPORT
+            if tier == TIER_STOPPED and f.stream is None and failed_at is not None and f.line > failed_at \
+                    and not _STOP_REASON.search(text):
+                tier = TIER_REPORT  # srun cancelling its step because a task failed (`--kill-on-bad-exit`)
         elif f.family_role == Role.SECONDARY:
             tier = TIER_SECONDARY
         elif f.family == UNKNOWN:
@@ -246,6 +259,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             tier = TIER_UNSEEN  # the model's guess at a traceback cut short before its error line: a weak sign
         elif f.method == Method.LEARNED and _VICTIM_WORDS.search(text):
             tier = TIER_SECONDARY  # the model's family for an error whose own words say it began elsewhere
+        elif summary and f.family in _KILL_FAMILIES and _only_teardown(block, torn_down):
+            tier = TIER_REPORT  # the kills a launcher reports after a task already failed: its teardown
         elif summary:
             tier = TIER_SUMMARY
         elif f.family == "nccl-error":
@@ -256,25 +271,27 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         began = _began(f.time, block) if f.timed else None
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
-                           _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block)))
+                           _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block),
+                           report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
     # family implies, else the one worker the launcher saw fail
-    teardown = _teardown(exits)
     failed = sorted({norm_worker(e.worker) for e in exits
                      if e.worker is not None and e.code not in _NOT_FAILED and e.line not in teardown})
     # several failed: the one the launcher saw fail first (evidence, not truth, but all there is for these lines)
     first_seen = {norm_worker(e.worker) for e in exits
-                  if e.worker is not None and e.code not in _NOT_FAILED and FIRST_OBSERVED.search(e.text)}
+                  if e.worker is not None and e.code not in _NOT_FAILED and (e.first or FIRST_OBSERVED.search(e.text))}
     by_pid = _workers_by_pid(cands, exits)
     for c in cands:
-        if c.killed is not None and c.killed in by_pid and c.worker in (None, by_pid[c.killed]):
+        if c.killed is not None and c.killed in by_pid and (c.report or c.worker in (None, by_pid[c.killed])):
             # the process the OOM killer took, as its launcher or its prefix names it: the kernel's own word on
             # that worker, above a launcher's list of the workers that exited -9 (the others its teardown)
             c.worker = by_pid[c.killed]
             c.tier = max(c.tier, TIER_DIRECT) if c.tier == TIER_SUMMARY else c.tier
             continue
+        if c.report and len(first_seen) == 1:
+            c.worker = next(iter(first_seen))  # the report's worker is the failure it saw first, not its table's first row
         if c.worker is not None or c.tier < TIER_UNSEEN:
             continue
         codes = family_of_exit_codes(c.family)
@@ -370,6 +387,11 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                    tuple(sorted(independent.values(), key=by_worker)))
 
 
+# why a scheduler stopped a step, where it says (`CANCELLED AT ... DUE TO TIME LIMIT`, `DUE TO PREEMPTION`, `DUE TO
+# NODE FAILURE`): a stop from outside, whatever failed before it
+_STOP_REASON = re.compile(r"DUE TO |[Cc]ancelled by (?:user|UID)|TIME LIMIT|PREEMPT")
+# the families a kill alone shows (a SIGKILL, a SIGTERM): a launcher's teardown kills read as one of them
+_KILL_FAMILIES = ("host-oom-killed", "process-killed-by-signal")
 _NOT_FAILED = (None, 0, -15, -2, -1)  # no exit code, success, or stopped from outside
 
 # launchers that report their tasks' ends as they happen (srun's `task 3: Exited with exit code 1` and then

@@ -9,7 +9,7 @@ from sigclass.scan.blocks import Marker
 from sigclass.scan.triggers import FAIL_VERBS, G_EXIT, G_KV, G_MARK, MARKER, MARKER_PRE, OK_VERBS, START_VERBS
 from sigclass.scan.overtime import join_open, quiet_spell, register, touch
 from sigclass.text.lines import fingerprint, Line, parse_time
-from sigclass.text.workers import exits_in_line, number_id, TABLE_RANK, rank_of_row
+from sigclass.text.workers import exits_in_line, number_id, ROOT_CAUSE_HEAD, TABLE_RANK, rank_of_row
 from sigclass.vocab import MarkerKind, Method, SignatureMode
 
 
@@ -51,8 +51,13 @@ class CountedEvidence:
             table = TABLE_RANK.match(ln.body)
             if table is not None:  # a launcher table's rank row, for the exit row below it
                 self.table_rank = rank_of_row(table)
+            elif ROOT_CAUSE_HEAD.match(ln.body):
+                self.table_first = True
             else:
                 exits = exits_in_line(ln.content, lineno, self.table_rank, self._cur_time())
+                if self.table_first and exits:  # the row the table heads as its first observed failure
+                    exits = [replace(e, first=True) for e in exits]
+                    self.table_first = False
                 if ln.stream is not None and ln.stream.kind == "host":  # a launcher on a pdsh host: that host's worker
                     exits = [replace(e, worker=ln.worker) for e in exits]
                 self.exits.extend(exits)

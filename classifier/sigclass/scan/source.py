@@ -71,6 +71,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self._shape_seen: Line | None = None  # the last line a fault shape was asked about, and the answer
         self._shape_ok = False
         self.table_rank: str | None = None  # the rank row of a ChildFailedError table, for its exitcode row
+        self.table_first = False  # under a ChildFailedError table's `Root Cause (first observed failure):` head
         self._lo = 0  # where the current span starts: look-backs stop there
         self._hits: dict[int, set[int]] = {}
         self._cur: tuple[bytes, int, Line] | None = None

@@ -149,6 +149,7 @@ class Exit:
     code: int | None  # -9: SIGKILL; 137 is normalised to -9, 139 to -11, 134 to -6, 143 to -15
     text: str
     time: str | None = None
+    first: bool = False  # the launcher names it its first observed failure (torchelastic's `Root Cause` row)
 
 
 _SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGABRT": 6, "SIGTERM": 15, "SIGBUS": 7, "SIGINT": 2}
@@ -197,6 +198,9 @@ _HYDRA_EXIT = EXIT_LINES[-1]
 # the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
 # 3` (its first failure), Open MPI's `Exit code:` row under `The first process to do so was:`
 FIRST_OBSERVED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: |^\s*Exit code:")
+# torchelastic's ChildFailedError table heads the row of the failure it observed first (`Root Cause (first observed
+# failure):`, then `[0]:`, then the row's fields)
+ROOT_CAUSE_HEAD = re.compile(r"^\s*Root Cause \(first observed failure\):")
 # the table row that names the worker of the exit row below it (Hydra's row without `RANK n` names none)
 TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
                         r"|^\s*Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<mpi>\d+)\]"
@@ -212,7 +216,7 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: "
                 r"|process was signaled to shutdown with signal |Container rank [0-9]+ status failed "
-                r"|TERMINATED WITH THE EXIT STRING: ")
+                r"|TERMINATED WITH THE EXIT STRING: |Root Cause \(first observed failure\)")
 
 
 # a line after which a Python traceback is never its own: a C++ glog record (`[E1120 14:47:16.100
@@ -288,16 +292,22 @@ def family_of_exit(code: int | None) -> str | None:
 
 _ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu", "default")
 _HOST_RANK = re.compile(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
+# Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`): the rank
+_MPI_ID = re.compile(r"^\[?\d+,(\d+)\]?(?:<std(?:out|err)>:?)?$")
 _ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
-    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3'; 'gpu187:2' stays;
+    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
+    job,rank); 'gpu187:2' stays;
     'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3' (the first id a rank, task, pid, worker, gpu or TP word
     names)."""
     if w is None:
         return None
     s = str(w).strip()
+    mpi = _MPI_ID.match(s)
+    if mpi is not None:
+        return number_id(mpi.group(1))
     host = _HOST_RANK.match(s)
     if host is not None and host["host"].lower() not in _ID_WORDS:  # pdsh's host in front of a local rank: `gpu187:2` is not `gpu187:0`
         return f"{host['host']}:{number_id(host['w'])}"
