@@ -625,3 +625,51 @@ def test_a_step_the_scheduler_cancelled_with_no_task_failed_before_is_a_stop():
     text = ("slurmstepd: error: *** STEP 5123.0 ON gpu-a17 CANCELLED AT 2024-03-02T10:11:12 DUE TO TIME LIMIT ***\n"
             "srun: error: gpu-a17: tasks 0-7: Killed\n")
     assert _cause(text)[0] == "process-killed-by-signal"
+
+
+# --------------------------------------------------------------------------- Ray's relayed error in colour
+
+# Ray's RayTaskError prints the remote process title in cyan (`colorama.Fore.CYAN ... Fore.RESET`); a training
+# excerpt (ray-project/ray#31828) keeps the codes without their ESC byte
+@pytest.mark.parametrize("line", [
+    "ray.exceptions.RayTaskError(RuntimeError): [36mray::TrainTrainable.train()[39m (pid=1876, ip=100.97.252.234, "
+    "repr=TorchTrainer)",
+    "ray.exceptions.RayTaskError(RuntimeError): \x1b[36mray::TrainTrainable.train()\x1b[39m (pid=1876, "
+    "ip=100.97.252.234, repr=TorchTrainer)",
+    "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876, ip=100.97.252.234)",
+])
+def test_a_relayed_ray_error_names_its_process_in_colour_or_not(line):
+    from sigclass.text.workers import RELAYED_FROM
+
+    assert worker_in_text([line]) == "1876" and RELAYED_FROM.search(line)["w"] == "1876"
+
+
+
+# --------------------------------------------------------------------------- JAX's coordination service
+
+# every surviving task stops when the coordination service finds one unhealthy (xla's `client.h`: `Terminating process
+# because the JAX distributed service detected fatal errors. This most likely indicates that another task died`),
+# srun's label naming each task's lines
+JAX_PEER_DIED = [
+    " 0: F0926 17:26:32.075587  157988 client.h:77] Terminating process because the JAX distributed service detected "
+    "fatal errors. This most likely indicates that another task died; see the other task logs for more details. "
+    "absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):",
+    " 0: /job:jax_worker/replica:0/task:3",
+    " 0: The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, "
+    "eviction) to debug further.",
+]
+JAX_TASK3_FAILED = [
+    " 3: Traceback (most recent call last):",
+    ' 3:   File "/w/train.py", line 88, in <module>',
+    " 3: ValueError: the batch has 7 examples, not a multiple of the 8 devices",
+]
+
+
+def test_jax_s_coordination_service_names_the_task_it_found_unhealthy():
+    assert worker_in_text(["/job:jax_worker/replica:0/task:3"]) == "3"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=interleavings([JAX_PEER_DIED, JAX_TASK3_FAILED]))
+def test_a_jax_task_stopped_for_a_dead_peer_is_that_peer_s_victim(data):
+    assert _cause("\n".join(data) + "\n") == ("unknown", "3")

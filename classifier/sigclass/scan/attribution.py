@@ -76,14 +76,18 @@ _STOPPED = {"process-killed-by-signal"}
 # monitoredBarrier (`Please check rank 0 logs for faulty rank`), its store client losing the rank that hosts the
 # store (`store->get('0') got error: Connection reset by peer`), Gloo's pair (`Connection closed by peer`), an
 # aborted communicator, vLLM's and SGLang's pointers to a root cause printed elsewhere (`see root cause above`,
-# `please check the stack trace above for the root cause`, `Received sigquit from a child process`)
+# `please check the stack trace above for the root cause`, `Received sigquit from a child process`), JAX's
+# coordination service on a peer that stopped (`Terminating process because the JAX distributed service detected fatal
+# errors. This most likely indicates that another task died`, `The following tasks are unhealthy (stopped sending
+# heartbeats)`)
 _VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchdog thread terminated with exception: \[Rank \d+\] Watchdog"
                            r"|EngineDeadError|EngineCore encountered an issue|[Rr]eceived SIGTERM|closing signal SIGTERM"
                            r"|death signal|got signal: \d+|SignalException"
                            r"|Horovod has been shut down|caused by an exception on one of the ranks"
                            r"|[Pp]lease check rank \d+ logs for faulty rank|got error: Connection reset by peer"
                            r"|Connection closed by peer \[|communicator was aborted"
-                           r"|(?i:see root cause above|for the root cause)|Received sigquit from a child")
+                           r"|(?i:see root cause above|for the root cause)|Received sigquit from a child"
+                           r"|indicates that another task died|tasks are unhealthy \(stopped sending heartbeats\)")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 _LAUNCHER_REPORT = re.compile(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little

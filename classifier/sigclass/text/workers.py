@@ -20,6 +20,10 @@ from sigclass.text.prefixes import Stream
 _SGLANG_ID = r"(?:DP|PP|TP|EP|CP|ATTN_CP|ATTN_DP|ATTN_TP|MOE_DP|MOE_EP|MOE_TP)\d+"
 _SGLANG_IDS = _SGLANG_ID + r"(?: " + _SGLANG_ID + r")*"
 
+# a colour code left in a message (Ray's RayTaskError colours the process title): with its ESC byte, or without it as a
+# web page keeps it (`[36mray::Trainable.train()[39m (pid=1876`)
+_SGR_LEFT = r"(?:\x1b?\[[0-9;]{0,8}m)?"
+
 # Where a failure's own text names its worker, in order of preference (the id is group `w`: digits, or an id as
 # printed that `norm_worker` reads).
 _IN_MESSAGE = (
@@ -55,7 +59,8 @@ _IN_MESSAGE = (
     # text-generation-inference's launcher: `Shard 1 failed to start`, `Shard 0 crashed`
     r"\bShard (?P<w>\d+) (?:failed to start|crashed)",
     # Ray relays a remote failure with the actor's pid: `ray::RayWorkerWrapper.execute_method() (pid=5826, ip=...)`
-    r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)",
+    # (RayTaskError prints the process title in cyan: a paste may keep the codes without their ESC byte)
+    r"ray::[\w.]+\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)",
     # Xoscar (Xinference's actor pool) relays a remote actor's error with its address and pid:
     # `[address=0.0.0.0:44163, pid=584] cannot import name ...`
     r"\[address=[^,\]\s]+, pid=(?P<w>\d+)\]",
@@ -67,6 +72,9 @@ _IN_MESSAGE = (
     r"(?<![\w-])(?:global_rank|rank)[=:] ?(?P<w>\d+)\b",
     # SGLang's native frames name the scheduler process: `(0x55ba19095c5d in sglang::scheduler_TP0)`
     r"sglang::scheduler_(?P<w>" + _SGLANG_ID + r"(?:_" + _SGLANG_ID + r")*)\b",
+    # JAX's coordination service names a task by its path: `/job:jax_worker/replica:0/task:3` (the task it found
+    # unhealthy, which the others then stop for)
+    r"/job:\w+/replica:\d+/task:(?P<w>\d+)\b",
     # JAX's multi-process runtime: `process_index=3`, `process_id: 3`
     r"(?<![\w-])process_(?:index|id)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
@@ -75,7 +83,7 @@ IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSA
 # A remote error relayed by another process names the process it came from: Ray's
 # `ray.exceptions.RayTaskError(RuntimeError): ray::CriticModelRayActor.save_checkpoint() (pid=499917, ip=...)`
 # printed among the lines of the actor that called it
-RELAYED_FROM = re.compile(r"ray::[\w.]+\(\) \(pid=(?P<w>\d+)")
+RELAYED_FROM = re.compile(r"ray::[\w.]+\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)")
 
 
 def number_id(digits: str) -> str:
