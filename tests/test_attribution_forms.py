@@ -548,37 +548,19 @@ def test_a_wait_longer_than_any_clock_is_read_as_no_wait():
     assert _cause(text) == ("cuda-illegal-memory-access", "1")
 
 
-# --------------------------------------------------------------------------- NCCL's own prefix
+# --------------------------------------------------------------------------- a process's prefix inside a rank's
 
-# `ncclDebugLog` (src/debug.cc): `"%s:%d:%d [%d] NCCL INFO "` and `"\n%s:%d:%d [%d] %s:%d NCCL WARN "` (host, pid,
-# thread id, CUDA device)
 @pytest.mark.parametrize("line, worker", [
-    ("gpu-node-3:2345:2400 [1] NCCL INFO comm 0x55d0c1 rank 5 nranks 8 cudaDev 1 busId 1b000 - Init COMPLETE",
-     "gpu-node-3:2345"),
-    ("gpu-node-3:2345:2411 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", "gpu-node-3:2345"),
-    # inside a rank's prefix the rank names the worker (mpirun's, torchrun's), and so for Open MPI's own `[host:pid]`
-    ("[1,3]<stdout>:node01:2345:2400 [3] NCCL INFO Using network IB", "3"),
+    # inside a rank's prefix the rank names the worker (mpirun's, torchrun's), also for Open MPI's own `[host:pid]`
     ("[rank0]:[node01:04211] Signal: Segmentation fault (11)", "0"),
-    # a compiler's or linter's `file:line:col [..]` is no NCCL line
-    ("train.py:12:5 [3] unused import", None),
+    # NCCL's own `host:pid:tid [dev]` lines stay the stream they are printed in (the Python traceback that follows
+    # them is the same process's)
+    ("gpu-node-3:2345:2411 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", None),
 ])
-def test_nccl_s_own_prefix_names_the_process(line, worker):
+def test_a_process_s_prefix_inside_a_rank_s_keeps_the_rank(line, worker):
     from sigclass.text.lines import split_line
 
     assert split_line(line).worker == worker
-
-
-def test_two_processes_nccl_warnings_are_two_streams():
-    text = "\n".join([
-        "gpu-a:2345:2400 [0] NCCL INFO Channel 00/02 : 0 1",
-        "gpu-a:2346:2401 [1] NCCL INFO Channel 00/02 : 0 1",
-        "",
-        "gpu-a:2346:2411 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'",
-        "gpu-a:2346:2411 [1] NCCL INFO init.cc:1310 -> 1",
-        "gpu-a:2345:2400 [0] NCCL INFO comm 0x55d0c1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE",
-    ]) + "\n"
-    v = sigclass.classify(text).verdict
-    assert v is not None and norm_worker(v.cause.worker) == "gpu-a:2346"
 
 
 # --------------------------------------------------------------------------- a launcher's first observed failure
@@ -673,3 +655,19 @@ def test_jax_s_coordination_service_names_the_task_it_found_unhealthy():
 @given(data=interleavings([JAX_PEER_DIED, JAX_TASK3_FAILED]))
 def test_a_jax_task_stopped_for_a_dead_peer_is_that_peer_s_victim(data):
     assert _cause("\n".join(data) + "\n") == ("unknown", "3")
+
+
+@pytest.mark.parametrize("label, got", [("default3", "3"), ("[default3]:", "3")])
+def test_torchelastic_s_role_prefix_names_the_local_rank(label, got):
+    assert norm_worker(label) == got
+
+
+def test_slurm_s_step_daemon_naming_its_node_is_no_pdsh_host():
+    # slurmstepd's `slurmstepd-<node>: error: ...` (Slurm 21.08 on): the node, not a worker's stream; the task srun
+    # reports out of memory is the worker
+    from sigclass.text.lines import split_line
+
+    assert split_line("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411.0.").worker is None
+    text = ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411.0. Some of your processes may have "
+            "been killed by the cgroup out-of-memory handler.\nsrun: error: gpu20-15: task 2: Out Of Memory\n")
+    assert _cause(text) == ("host-oom-killed", "2")

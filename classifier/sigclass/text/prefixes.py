@@ -50,16 +50,13 @@ PREFIXES: tuple[Prefix, ...] = (
     # Process received signal ***`, `[gpu-3:123456] Signal: Segmentation fault (11)`; the worker is host:pid (the pid
     # is printed with at least five digits, so a `[file.cpp:88] ` source location is not one)
     Prefix("host", r"\[(?P<w>[A-Za-z][\w.-]*:\d{5,7})\] ", None),
-    # NCCL's own lines (`ncclDebugLog`: `"%s:%d:%d [%d] "`, host, pid, thread id and CUDA device): `gpu-3:2345:2400 [1]
-    # NCCL INFO ...`, `gpu-3:2345:2400 [1] include/alloc.h:48 NCCL WARN ...`; the worker is host:pid (the device is
-    # not a rank, and the threads of one process are one stream)
-    Prefix("host", r"(?P<w>[A-Za-z][\w.-]*+:\d{1,7}):\d{1,7} \[\d{1,3}\] (?=NCCL |[\w/.-]+:\d+ NCCL |\d+\.\d+ )", None),
     # `kubectl logs --prefix` (`[pod/pytorchjob-worker-3/pytorch] `): the pod is the worker
     Prefix("host", r"\[pod/(?P<w>[a-z0-9][a-z0-9.-]*)/[\w.-]+\] ", None),
     # pdsh's host alone (DeepSpeed's and Accelerate's multi-node launchers): `10.0.0.7: `, `worker-1: `; a host
     # name needs a hyphen and a digit, so `python3: can't open file` or `RuntimeError: ` stay lines of their own
-    # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins)
-    Prefix("host", r"(?P<w>(?![Ss]hard-\d)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++"
+    # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins; nor is Slurm's step
+    # daemon naming its node, `slurmstepd-gpu20-15: error: ...`)
+    Prefix("host", r"(?P<w>(?![Ss]hard-\d|slurmstepd-)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++"
                    r"|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
     # ... and a bare host name of letters then digits (`gpu1504: `, `node01: `, Slurm's and pdsh's usual names): not a
     # program's own name before its message (`python3: can't open file`, `pip3: `) nor a word a log counts with

@@ -302,11 +302,11 @@ _ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu"
 _HOST_RANK = re.compile(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`): the rank
 _MPI_ID = re.compile(r"^\[?\d+,(\d+)\]?(?:<std(?:out|err)>:?)?$")
-_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
+_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
-    """A worker id to compare: 'rank3' == '[rank3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
+    """A worker id to compare: 'rank3' == '[rank3]:' == '[default3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
     job,rank); 'gpu187:2' stays;
     'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3' (the first id a rank, task, pid, worker, gpu or TP word
     names)."""
