@@ -292,6 +292,11 @@ def main() -> int:
                     help="also time --dask on a LocalCluster(n_workers=2, threads_per_worker=1, processes=True)")
     args = ap.parse_args()
 
+    if args.dir is not None:
+        try:
+            args.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            ap.error(f"--dir {args.dir}: cannot make it ({exc.strerror}); name a writable directory")
     base = Path(tempfile.mkdtemp(prefix="sigclass-bench-runs-", dir=args.dir))
     try:
         t = time.perf_counter()
