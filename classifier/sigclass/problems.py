@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sigclass.text.lazyre import lazy
+
 # (what the message says, its kind): the first match wins; one closed vocabulary for every output
 KINDS: tuple[tuple[str, str], ...] = (
     (r"binary data", "binary"),
@@ -32,8 +34,8 @@ KINDS: tuple[tuple[str, str], ...] = (
     (r"could not be scanned|internal error", "scan-error"),
 )
 KIND_NAMES = tuple(dict.fromkeys(k for _, k in KINDS)) + ("other",)
-_KIND_RES = tuple((re.compile(rx, re.IGNORECASE), kind) for rx, kind in KINDS)
-_PATH_END = re.compile(r": ")
+_KIND_RES = tuple((lazy(rx, re.IGNORECASE), kind) for rx, kind in KINDS)
+_PATH_END = lazy(r": ")
 
 
 class ProblemLine(str):

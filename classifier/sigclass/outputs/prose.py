@@ -8,16 +8,17 @@ after the last place that the family's probes or facts point at.
 
 from __future__ import annotations
 
-import re
 import shutil
 import textwrap
 from typing import Iterable
 
+from sigclass.text.lazyre import lazy
+
 MIN_WIDTH, MAX_WIDTH = 60, 110
 EVIDENCE_CHARS = 200  # an evidence line is clipped after this many characters, unless a probe needs more
 
-_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]\"'`])\.\s+(?=[A-Z(`])")
-_TERM = re.compile(r"`([^`]{3,60})`|\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b|\b([A-Za-z_]+=[^\s,;)]+)")
+_SENTENCE_END = lazy(r"(?<=[a-z0-9)\]\"'`])\.\s+(?=[A-Z(`])")
+_TERM = lazy(r"`([^`]{3,60})`|\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b|\b([A-Za-z_]+=[^\s,;)]+)")
 
 
 def width() -> int:

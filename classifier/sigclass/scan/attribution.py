@@ -27,13 +27,13 @@ family, an NCCL error) printed after its own process's victim-family line belong
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Sequence
 
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.scan.shapes import fault_line
+from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS, Stream
 from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
@@ -45,16 +45,16 @@ from sigclass.text.workers import number_key
 # watchdog's `ran for 600012 milliseconds before timing out`, its heartbeat monitor's `watchdog got stuck for 480
 # seconds`, Gloo's `Timed out waiting 1800000ms for recv operation`, c10d's `The client socket has timed out after
 # 1800s`, TCPStore's `Timed out after 1801 seconds waiting for clients`
-_RAN_FOR = re.compile(r"ran for (?P<ms>\d+) milliseconds|watchdog got stuck for (?P<s>\d+) seconds"
+_RAN_FOR = lazy(r"ran for (?P<ms>\d+) milliseconds|watchdog got stuck for (?P<s>\d+) seconds"
                       r"|Timed out waiting (?P<ms2>\d+)ms|timed out after (?P<s2>\d+)s\b"
                       r"|Timed out after (?P<s3>\d+) seconds waiting for clients")
 # the pid the kernel's OOM killer names (`Out of memory: Killed process 5556 (python) total-vm:...`, before 4.x
 # `Kill process 5556 (python) score 900 or sacrifice child`, `oom-kill:constraint=CONSTRAINT_NONE,...,task=python,
 # pid=5556,uid=1000`): the process it took, whose launcher line (`local_rank: 1 (pid: 5556)`, the ChildFailedError
 # table's `exitcode  : -9 (pid: 5556)`) or own prefix (`(RayWorkerWrapper pid=5556)`) names the worker
-_KILLED_PID = re.compile(r"\bKill(?:ed)? process (?P<p>\d+) \(|\boom-kill:\S*?[,:]pid=(?P<q>\d+)\b")
-_PID_OF_EXIT = re.compile(r"\(pid: (?P<p>\d+)\)|\bPID (?P<q>\d+)\b")
-_KERNEL_OOM = re.compile(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|killed by the cgroup out-of-memory|Killed process \d+")
+_KILLED_PID = lazy(r"\bKill(?:ed)? process (?P<p>\d+) \(|\boom-kill:\S*?[,:]pid=(?P<q>\d+)\b")
+_PID_OF_EXIT = lazy(r"\(pid: (?P<p>\d+)\)|\bPID (?P<q>\d+)\b")
+_KERNEL_OOM = lazy(r"(?i)oom[-_ ]kill|out of memory: kill|Out Of Memory|killed by the cgroup out-of-memory|Killed process \d+")
 
 TIER_DIRECT, TIER_SUMMARY, TIER_UNKNOWN, TIER_NCCL, TIER_UNSEEN, TIER_SECONDARY, TIER_STOPPED, TIER_EXITED, TIER_REPORT = (
     60, 50, 40, 30, 15, 20, 10, 5, 0)
@@ -65,7 +65,7 @@ _SURE = {_UNDER_STOP: 0.3, TIER_UNKNOWN: 0.5, TIER_NCCL: 0.6, TIER_UNSEEN: 0.35,
 # a stop signal from outside (a scheduler, a user, an agent told to stop); a launcher tearing down the siblings of
 # a failed child (`Killing subprocess N`, `Sending process N closing signal SIGTERM`) or its ChildFailedError
 # report is not one: those follow a failure, they never start one
-_SIGNAL_WORDS = re.compile(r"[Rr]eceived (?:signal )?(?:SIG|\d)|death signal|got signal|[Cc]aught SIG|Got SIG"
+_SIGNAL_WORDS = lazy(r"[Rr]eceived (?:signal )?(?:SIG|\d)|death signal|got signal|[Cc]aught SIG|Got SIG"
                            r"|Signal \d+ \(SIG|CANCELLED|: Terminated|task \d+: Terminated|KeyboardInterrupt|SignalException"
                            r"|exitcode *: -(?:1|2|15) ")
 # stopped from outside: what a launcher's teardown or a scheduler does to every worker (the least telling)
@@ -80,7 +80,7 @@ _STOPPED = {"process-killed-by-signal"}
 # coordination service on a peer that stopped (`Terminating process because the JAX distributed service detected fatal
 # errors. This most likely indicates that another task died`, `The following tasks are unhealthy (stopped sending
 # heartbeats)`)
-_VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchdog thread terminated with exception: \[Rank \d+\] Watchdog"
+_VICTIM_WORDS = lazy(r"Watchdog caught collective operation timeout|watchdog thread terminated with exception: \[Rank \d+\] Watchdog"
                            r"|EngineDeadError|EngineCore encountered an issue|[Rr]eceived SIGTERM|closing signal SIGTERM"
                            r"|death signal|got signal: \d+|SignalException"
                            r"|Horovod has been shut down|caused by an exception on one of the ranks"
@@ -89,9 +89,9 @@ _VICTIM_WORDS = re.compile(r"Watchdog caught collective operation timeout|watchd
                            r"|(?i:see root cause above|for the root cause)|Received sigquit from a child"
                            r"|indicates that another task died|tasks are unhealthy \(stopped sending heartbeats\)")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
-_LAUNCHER_REPORT = re.compile(r"returned non-zero exit status \d+|ChildFailedError")
+_LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little
-_ERROR_LINE = re.compile(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
+_ERROR_LINE = lazy(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
                          r"|what\(\):|Fatal Python error|Segmentation fault|Aborted|[Aa]ssertion .* failed")
 _SURE_SUMMARY = {"host-oom-killed": (0.85, 0.6)}  # (with the kernel's or the scheduler's OOM word, without)
 _SURE_SUMMARY_OTHER = 0.7
@@ -393,14 +393,14 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
 
 # why a scheduler stopped a step, where it says (`CANCELLED AT ... DUE TO TIME LIMIT`, `DUE TO PREEMPTION`, `DUE TO
 # NODE FAILURE`): a stop from outside, whatever failed before it
-_STOP_REASON = re.compile(r"DUE TO |[Cc]ancelled by (?:user|UID)|TIME LIMIT|PREEMPT")
+_STOP_REASON = lazy(r"DUE TO |[Cc]ancelled by (?:user|UID)|TIME LIMIT|PREEMPT")
 # the families a kill alone shows (a SIGKILL, a SIGTERM): a launcher's teardown kills read as one of them
 _KILL_FAMILIES = ("host-oom-killed", "process-killed-by-signal")
 _NOT_FAILED = (None, 0, -15, -2, -1)  # no exit code, success, or stopped from outside
 
 # launchers that report their tasks' ends as they happen (srun's `task 3: Exited with exit code 1` and then
 # `tasks 0-2: Killed`; Hydra's BAD TERMINATION blocks, one a process): their order is time order
-_IN_TIME_ORDER = re.compile(r"srun: error: |^=\s+(?:KILLED BY SIGNAL|EXIT CODE): ")
+_IN_TIME_ORDER = lazy(r"srun: error: |^=\s+(?:KILLED BY SIGNAL|EXIT CODE): ")
 
 
 def _teardown(exits: Sequence[Exit]) -> set[int]:

@@ -21,22 +21,22 @@ Likewise srun's `task N: Killed` lines after Slurm began ending a step or a job 
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from sigclass.ledger.signature import Signature
 from sigclass.scan.shapes import RAY_RELAY
+from sigclass.text.lazyre import lazy
 
 # an exception line of a program's own: `ValueError: ...`, `mod.sub.KeyError: ...`, `SomethingError` alone
 # (not a warning, not KeyboardInterrupt or SystemExit: those are stops, not causes)
-OWN_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|$)")
+OWN_EXCEPTION = lazy(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*\])?(?::|$)")
 
 # never a cause: what a cascade raises in the processes it reaches (asyncio's cancellation of the waiting tasks),
 # and a launcher's report that a child ended (torchelastic's summary, whose exit code lines say how)
 _NOT_CAUSES = ("CancelledError", "ChildFailedError")
 
 # Ray's line that relays a remote exception inside its own message
-_RELAYS = re.compile(r"error raised in its creation task|" + RAY_RELAY.pattern.lstrip("^"))
+_RELAYS = lazy(r"error raised in its creation task|" + RAY_RELAY.pattern.lstrip("^"))
 
 
 def own_cause(sig: Signature, lines: list[str], matches: Callable[[object, str], object]) -> bool:
@@ -65,8 +65,8 @@ def own_cause(sig: Signature, lines: list[str], matches: Callable[[object, str],
 # srun's word that it killed a task (SIGKILL), and Slurm ending the step or the job before it (after a failed task,
 # at a time limit, on a cancel): once the step is being ended, the tasks still running are killed by it, not by the
 # OOM killer
-SRUN_KILLED = re.compile(r"srun: error: \S+: tasks? [\d,-]+: Killed *$")
-SLURM_ENDING = re.compile(r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT |Terminating StepId=|srun: forcing job termination"
+SRUN_KILLED = lazy(r"srun: error: \S+: tasks? [\d,-]+: Killed *$")
+SLURM_ENDING = lazy(r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT |Terminating StepId=|srun: forcing job termination"
                           r"|srun: Job step aborted")
 
 

@@ -9,7 +9,6 @@ two loads (the requests they served).
 
 from __future__ import annotations
 
-import re
 
 import time as _time
 from typing import Any
@@ -18,6 +17,7 @@ import regex
 
 from sigclass.ledger.patterns import MATCH_TIMEOUT
 from sigclass.scan.locate import LineMatcher, required_literals
+from sigclass.text.lazyre import lazy
 from sigclass.text.lines import Line, parse_time, split_line
 
 
@@ -110,7 +110,7 @@ def lines_back(rx: Any, buf: bytes, start: int, end: int, last_lineno: int, enou
     return out
 
 
-_RECORD_NO = re.compile(r"\[sc:[^\]\n]*?;l=(\d+)\]:")  # the JSON-lines adapter's prefix (text.prefixes.jsonl_prefix)
+_RECORD_NO = lazy(r"\[sc:[^\]\n]*?;l=(\d+)\]:")  # the JSON-lines adapter's prefix (text.prefixes.jsonl_prefix)
 
 
 def _lines_of(rx: Any, text: str, last_lineno: int) -> list[tuple[int, str]]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sigclass.records import Finding
+from sigclass.text.lazyre import lazy
 from sigclass.text.lines import Line, fingerprint
 from sigclass.text.workers import family_of_exit, worker_in_text
 from sigclass.vocab import Method, Role, Status, UNKNOWN
@@ -47,15 +48,15 @@ class Shape:
 
 def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter: tuple[str, ...],
        least: int = 1) -> Shape:
-    return Shape(name, trigger, re.compile(confirm), examples, counter, least)
+    return Shape(name, trigger, lazy(confirm), examples, counter, least)
 
 
 # an exception relayed from a Ray task or actor, as the line that names it starts
-RAY_RELAY = re.compile(r"^(?:ray\.exceptions\.)?Ray(?:Task|Actor)Error\([A-Za-z_][\w.]*\): ")
+RAY_RELAY = lazy(r"^(?:ray\.exceptions\.)?Ray(?:Task|Actor)Error\([A-Za-z_][\w.]*\): ")
 
 # retries and recoveries an ERROR line may announce: not the end of the run (words of the lower-cased line)
 _RETRY = ("retry", "will try again", "falling back", "fallback", "ignore", "ignoring", "skipping")
-_ATTEMPT = re.compile(r"attempt \d+ of")
+_ATTEMPT = lazy(r"attempt \d+ of")
 
 
 def _announces_retry(text: str) -> bool:
@@ -541,7 +542,7 @@ def _failed(code: int | None) -> bool:
 
 # a launcher stopping the siblings of the worker that failed: printed before the line that names that worker
 # (and MPICH's Hydra: its exit string below `YOU CAN IGNORE THE BELOW CLEANUP MESSAGES` is the cleanup's SIGTERM)
-_TEARDOWN = re.compile(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+"
+_TEARDOWN = lazy(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+"
                        r"|TERMINATED WITH THE EXIT STRING: Terminated \(signal 15\)")
 
 def _says_why(line: str) -> bool:
@@ -555,7 +556,7 @@ REPORT_TITLE = "Failure no signature explains (reported by its launcher, nothing
 # Slurm ending a step after one of its tasks failed: srun's `_step_signal: Terminating StepId=...` and slurmstepd's
 # `*** STEP 4357.0 ON node CANCELLED AT 2021-07-14T08:00:36 ***` with no reason (a time limit or a preemption names
 # one: `DUE TO TIME LIMIT`); printed after the failed task's exit, it is the teardown of its siblings
-STEP_STOP = re.compile(r"\*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\* *$|(?:_step_signal: |srun: )Terminating StepId=")
+STEP_STOP = lazy(r"\*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\* *$|(?:_step_signal: |srun: )Terminating StepId=")
 
 
 def _explained(findings: list[Finding], first_report: int | None = None) -> bool:

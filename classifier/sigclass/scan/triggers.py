@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from sigclass.scan.shapes import FAULT_TRIGGER, REPORT_TRIGGER
+from sigclass.text.lazyre import lazy
 from sigclass.text.workers import EXIT_TRIGGER
 
 
@@ -52,19 +51,19 @@ BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_SHAPE}
 
 # a served request logged with its prompt (vLLM's request logger): what the prompt quotes, a traceback
 # included, is the user's text, not a failure of this process; checked only on lines that would start a block
-PAYLOAD = re.compile(r"Received request [^ ]+: prompt: ")
+PAYLOAD = lazy(r"Received request [^ ]+: prompt: ")
 
-EXC_LINE = re.compile(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
+EXC_LINE = lazy(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
                       r"(?:\[[^\]]*\])?(?::|$)")
 
-CHAIN = re.compile(r"(?:The above exception was the direct cause|During handling of the above exception"
+CHAIN = lazy(r"(?:The above exception was the direct cause|During handling of the above exception"
                     r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn
 
 
 # a shell's or a batch system's word that a process ended, printed after the process's own last line: never a line
 # of an exception's message, so it ends the failure block above it (a user's exception then a `Terminated` is that
 # exception's failure, the stop a finding of its own)
-SHELL_STOP = re.compile(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]*m)* *$|\[\d+\][-+]? +(?:Killed|Terminated|Exit \d+) "
+SHELL_STOP = lazy(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]*m)* *$|\[\d+\][-+]? +(?:Killed|Terminated|Exit \d+) "
                         r"|srun: (?:error: |Job step aborted|forcing job termination)|slurmstepd: error: \*\*\* (?:JOB|STEP) "
                         r"|[\w./-]+: line \d+: +\d+ +(?:Killed|Terminated) )")
 
@@ -73,19 +72,19 @@ SHELL_STOP = re.compile(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[
 # callback or an exit function, after which the interpreter goes on or exits as it would have (the exit status is
 # not changed): `Exception ignored in: <function X.__del__ at 0x7f...>` (3.13: `Exception ignored while calling
 # deallocator ...`, `Exception ignored in atexit callback ...`), `Error in atexit._run_exitfuncs:` (before 3.13)
-IGNORED = re.compile(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
+IGNORED = lazy(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
 
 
-CPP_CONT = re.compile(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
+CPP_CONT = lazy(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
-MARKER = re.compile(
+MARKER = lazy(
     r"(?:\[\s*+)?[Ss]hard[ =_-]?(?P<unit>\d++)\]?\s*+[:\]]?\s*+(?:[-:|]\s*+)?(?:status=)?(?P<verb>[A-Za-z]++)"
 )
 
 
 # the verb first: `Starting shard_3 (1024 prompts)`
 # (a verb starts a word, so that a search tries each word once; repeats are possessive: linear in the line)
-MARKER_PRE = re.compile(r"(?<![a-z])(?P<verb>[A-Za-z][a-z]++)\s++\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
+MARKER_PRE = lazy(r"(?<![a-z])(?P<verb>[A-Za-z][a-z]++)\s++\[?[Ss]hard[ =_-]?(?P<unit>\d+)")  # not a log level
 
 START_VERBS = {"start", "starting", "started", "begin", "beginning", "running"}
 
@@ -94,11 +93,11 @@ OK_VERBS = {"done", "finished", "completed", "complete", "succeeded", "success",
 FAIL_VERBS = {"failed", "error", "errored", "aborted", "failure"}
 
 # a line that starts a new log record even without a header we know
-NEW_RECORD = re.compile(
+NEW_RECORD = lazy(
     r"(?:\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|FATAL|TRACE|NOTICE)(?:[\s:|\]]|$)|\[?\d{4}-\d\d-\d\d|[IWEF]\d{4} \d"
     r"|\[[IW]\d{3,4} \d\d:\d\d:\d\d"  # torch's bracketed glog at info or warning level: `[I301 12:34:56.408 ...]`
     r"|[^|]{0,80}\d+%\||(?:Epoch|epoch|Step|step) \d)"
 )
 
 
-KV = re.compile(r"(?:^|[\s,;(\[])(?P<key>worker|rank|gpu)=(?P<val>[A-Za-z0-9_.-]+)")
+KV = lazy(r"(?:^|[\s,;(\[])(?P<key>worker|rank|gpu)=(?P<val>[A-Za-z0-9_.-]+)")

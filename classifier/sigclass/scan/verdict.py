@@ -19,7 +19,6 @@ structured outputs, which are written at the end.
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Iterable
 
 from sigclass.ledger.pack import Ledger
@@ -27,6 +26,7 @@ from sigclass.records import Finding
 from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.shapes import fault_line, is_report, RAY_RELAY
 from sigclass.scan.triggers import EXC_LINE
+from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.vocab import Method, Role, Status, UNKNOWN
 
@@ -44,7 +44,7 @@ LATE_ONLY_IF_TELLING = frozenset({"vllm-engine-dead"})
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
 # a NaN/inf value standing alone in a report line (`loss=nan`, `Loss: -inf`, `"loss": NaN`)
-_NONFINITE = re.compile(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
+_NONFINITE = lazy(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
 
 
 def _error_end(f: Finding) -> int | None:

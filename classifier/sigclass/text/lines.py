@@ -12,13 +12,14 @@ from datetime import datetime, timezone
 import hashlib
 import re
 
+from sigclass.text.lazyre import lazy
 from sigclass.text.prefixes import LEAD, LINE_PREFIXES, RANK_KINDS, RAY_WORKER_NAME, Stream
 
 # Every pattern on log text takes time linear in the line (lines are kept up to 64 KiB): possessive repeats
 # (`*+`, `++`) where backtracking could only retry the same characters, and no two repeats next to each other
 # that can eat the same characters. tests/fuzz_sigclass.py looks for inputs that break this.
 # An OSC title ends at BEL or ST (ESC \); stopping at the next ESC keeps an unterminated one linear.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\x1b]*+(?:\x07|\x1b\\)")
+_ANSI = lazy(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\x1b]*+(?:\x07|\x1b\\)")
 
 
 def _by_first_char(table):
@@ -45,15 +46,15 @@ _PREFIX_BY_FIRST, _PREFIX_ANY = _by_first_char(LINE_PREFIXES)
 
 
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("iso", re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
-    ("vllm", re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
-    ("glog", re.compile(r"\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
+    ("iso", lazy(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
+    ("vllm", lazy(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
+    ("glog", lazy(r"\[?[IWEF](?P<mo>\d\d?)(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
 )
 
-_HMS = re.compile(r"\d\d:\d\d:\d\d")
+_HMS = lazy(r"\d\d:\d\d:\d\d")
 
 # A log header at the start of the content: timestamp and/or level and/or a [file:line] tag.
-_HEADER = re.compile(
+_HEADER = lazy(
     r"(?:"
     # vLLM: `ERROR 03-06 06:49:30 [core.py:123] `, and before 0.8 `ERROR 03-13 16:32:15 worker_base.py:574] `
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]]*\]|[\w.]+:\d+\]) ?"
@@ -62,9 +63,9 @@ _HEADER = re.compile(
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?:\s*\[[^\]]*\])?(?:\s+[\w.]+:)?)? ?"
     r")"
 )
-_TAG = re.compile(r"\[[^\]]*\]")
-_LEAD = re.compile(LEAD)
-_RANK_IN_PREFIX = re.compile(r"[ (,]rank=(\d+)")
+_TAG = lazy(r"\[[^\]]*\]")
+_LEAD = lazy(LEAD)
+_RANK_IN_PREFIX = lazy(r"[ (,]rank=(\d+)")
 
 
 @dataclass(slots=True)
@@ -88,8 +89,8 @@ class Line:
 # form is unambiguous; a bare one is read as colour only at a line's start (after a bracketed timestamp at most),
 # where it stands before a worker prefix, and then every bare code on that line is colour
 _CARET_ESC = "^[["
-_BARE_SGR_AT_START = re.compile(r"(?:\[[^\]\n]{1,40}+\] ?)?\[[0-9;]{0,16}+m(?!\])")
-_BARE_SGR = re.compile(r"\[[0-9;]{0,16}+m(?!\])")
+_BARE_SGR_AT_START = lazy(r"(?:\[[^\]\n]{1,40}+\] ?)?\[[0-9;]{0,16}+m(?!\])")
+_BARE_SGR = lazy(r"\[[0-9;]{0,16}+m(?!\])")
 
 
 def clean(raw: str) -> str:
@@ -206,15 +207,15 @@ def parse_time(text: str, year: int | None = None) -> str | None:
 
 # Ordered masking rules, Drain3 style: (regex, mask). Earlier rules win.
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
-    (re.compile(r"\d\d:\d\d:\d\d(?:\.\d+)?"), "<TIME>"),
-    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<UUID>"),
-    (re.compile(r"0x[0-9a-fA-F]+"), "<HEX>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+~-]+)+/?|(?:[A-Za-z]:\\[\w.\\ -]+)"), "<PATH>"),
-    (re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?"), "<IP>"),
-    (re.compile(r"[0-9a-fA-F]{12,}"), "<HEX>"),
-    (re.compile(r"(?:pid|PID|rank|Rank|RANK|tid|worker|gpu|GPU|device|cuda)[ =:_]?\d+"), "<ID>"),
-    (re.compile(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<NUM>"),
+    (lazy(r"\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<TIME>"),
+    (lazy(r"\d\d:\d\d:\d\d(?:\.\d+)?"), "<TIME>"),
+    (lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<UUID>"),
+    (lazy(r"0x[0-9a-fA-F]+"), "<HEX>"),
+    (lazy(r"(?:[A-Za-z]:)?(?:/[\w.@+~-]+)+/?|(?:[A-Za-z]:\\[\w.\\ -]+)"), "<PATH>"),
+    (lazy(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?"), "<IP>"),
+    (lazy(r"[0-9a-fA-F]{12,}"), "<HEX>"),
+    (lazy(r"(?:pid|PID|rank|Rank|RANK|tid|worker|gpu|GPU|device|cuda)[ =:_]?\d+"), "<ID>"),
+    (lazy(r"[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?"), "<NUM>"),
 )
 
 

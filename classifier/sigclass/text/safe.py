@@ -9,9 +9,9 @@ UTF-8 and still says exactly which file is meant.
 
 from __future__ import annotations
 
-import re
+from sigclass.text.lazyre import lazy
 
-_SGR = re.compile(r"(\x1b\[[0-9;]*+m)")
+_SGR = lazy(r"(\x1b\[[0-9;]*+m)")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
 

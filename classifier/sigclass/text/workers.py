@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sigclass.text.lazyre import lazy
 from sigclass.text.prefixes import Stream
 
 # SGLang's parallel ranks as its scheduler prefix prints them (`DP1 TP3`, `PP2 ATTN_CP3 TP3 EP3`, `DP1 PP1`)
@@ -79,11 +80,11 @@ _IN_MESSAGE = (
     r"(?<![\w-])process_(?:index|id)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
 )
-IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _IN_MESSAGE)
+IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(lazy(p) for p in _IN_MESSAGE)
 # A remote error relayed by another process names the process it came from: Ray's
 # `ray.exceptions.RayTaskError(RuntimeError): ray::CriticModelRayActor.save_checkpoint() (pid=499917, ip=...)`
 # printed among the lines of the actor that called it
-RELAYED_FROM = re.compile(r"ray::[\w.]+\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)")
+RELAYED_FROM = lazy(r"ray::[\w.]+\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)")
 
 
 def number_id(digits: str) -> str:
@@ -165,52 +166,52 @@ _SRUN_STATES = {"killed": -9, "out of memory": -9, "segmentation fault": -11, "b
                 "terminated": -15}
 
 EXIT_LINES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<w>\d+)"),
-    re.compile(r"exits with return code = (?P<code>-?\d+)"),
-    re.compile(r"died with <Signals\.(?P<sig>SIG[A-Z]+): \d+>"),
-    re.compile(r"srun: error: [^:\s]+: tasks? (?P<ws>\d+(?:[-,]\d+)*): (?:Exited with exit code (?P<code>\d+)|(?P<state>[A-Za-z ]+))"),
+    lazy(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<w>\d+)"),
+    lazy(r"exits with return code = (?P<code>-?\d+)"),
+    lazy(r"died with <Signals\.(?P<sig>SIG[A-Z]+): \d+>"),
+    lazy(r"srun: error: [^:\s]+: tasks? (?P<ws>\d+(?:[-,]\d+)*): (?:Exited with exit code (?P<code>\d+)|(?P<state>[A-Za-z ]+))"),
     # (Open MPI leaves the node's name empty when it does not know it: `on node  exited on signal 4`)
-    re.compile(r"noticed that process rank (?P<w>\d+) with PID \d+ on node(?: \S+)? +exited on signal (?P<code>\d+)"),
+    lazy(r"noticed that process rank (?P<w>\d+) with PID \d+ on node(?: \S+)? +exited on signal (?P<code>\d+)"),
     # vLLM's executor; without an exit code (or `exit code: None`) the worker still died: code 1 stands for that
-    re.compile(r"Worker proc VllmWorker-(?P<w>\d+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
-    re.compile(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
+    lazy(r"Worker proc VllmWorker-(?P<w>\d+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"),
+    lazy(r"[Pp]rocess (?P<w>\d+) terminated with signal (?P<sig>SIG[A-Z]+)"),
     # torchelastic stopping the siblings of a failed rank (the worker here is a pid)
-    re.compile(r"Sending process (?P<w>\d+) closing signal (?P<sig>SIG[A-Z]+)"),
+    lazy(r"Sending process (?P<w>\d+) closing signal (?P<sig>SIG[A-Z]+)"),
     # vLLM's multiprocessing executor before V1: `Worker VllmWorkerProcess pid 3283517 died, exit code: -15`
     # (the pid its `(VllmWorkerProcess pid=3283517)` prefix names)
-    re.compile(r"Worker \w+ pid (?P<w>\d+) died, exit code: (?P<code>-?\d+)"),
+    lazy(r"Worker \w+ pid (?P<w>\d+) died, exit code: (?P<code>-?\d+)"),
     # Horovod's Gloo launcher: `Process 3 exit with status code 137.`
-    re.compile(r"^Process (?P<w>\d+) exit with status code (?P<code>-?\d+)"),
+    lazy(r"^Process (?P<w>\d+) exit with status code (?P<code>-?\d+)"),
     # pdsh's word that a remote host's command failed: `pdsh@node-0: 10.0.0.7: ssh exited with exit code 1`
-    re.compile(r"pdsh@[\w.-]+: (?P<w>[\w.-]+): ssh exited with exit code (?P<code>\d+)"),
+    lazy(r"pdsh@[\w.-]+: (?P<w>[\w.-]+): ssh exited with exit code (?P<code>\d+)"),
     # vLLM's Ray executor (v2): `RayWorkerProc rank=[3] died unexpectedly, shutting down executor.`
-    re.compile(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
+    lazy(r"RayWorkerProc rank=\[(?P<w>\d+)(?:, \d+)*\] died unexpectedly"),
     # text-generation-inference's shard manager: `Shard process was signaled to shutdown with signal 9 rank=1` (the
     # tracing span's fields follow the message)
     # (and its weight download process before: `Download process was signaled to shutdown with signal 7`)
-    re.compile(r"(?:Shard|Download) process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
+    lazy(r"(?:Shard|Download) process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
     # PaddlePaddle's launcher: `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0`
-    re.compile(r"Container rank (?P<w>\d+) status failed cmd .*? code (?P<code>-?\d+) log "),
+    lazy(r"Container rank (?P<w>\d+) status failed cmd .*? code (?P<code>-?\d+) log "),
     # MPICH's (Hydra's) closing word on a process a signal ended: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
     # Killed (signal 9)` (no rank: the table above names the pid and host)
-    re.compile(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<signum>\d+)\)"),
+    lazy(r"TERMINATED WITH THE EXIT STRING: [^(\n]*\(signal (?P<signum>\d+)\)"),
     # the exit rows of a table, whose worker the row above names (TABLE_RANK): torchelastic's ChildFailedError,
     # Open MPI's `Exit code:    1` under `Process name: [[17665,1],3]`, Hydra's `=   KILLED BY SIGNAL: 9 (Killed)`
     # or `=   EXIT CODE: 139` under `=   RANK 3 PID 27494 RUNNING AT node1`
-    re.compile(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)"),
-    re.compile(r"^\s*Exit code:\s+(?P<code>\d+)\s*$"),
-    re.compile(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
+    lazy(r"^\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)"),
+    lazy(r"^\s*Exit code:\s+(?P<code>\d+)\s*$"),
+    lazy(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
 _TABLE_EXITS = EXIT_LINES[-3:]
 _HYDRA_EXIT = EXIT_LINES[-1]
 # the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
 # 3` (its first failure), Open MPI's `Exit code:` row under `The first process to do so was:`
-FIRST_OBSERVED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: |^\s*Exit code:")
+FIRST_OBSERVED = lazy(r"failed \(exitcode: -?\d+\) local_rank: |^\s*Exit code:")
 # torchelastic's ChildFailedError table heads the row of the failure it observed first (`Root Cause (first observed
 # failure):`, then `[0]:`, then the row's fields)
-ROOT_CAUSE_HEAD = re.compile(r"^\s*Root Cause \(first observed failure\):")
+ROOT_CAUSE_HEAD = lazy(r"^\s*Root Cause \(first observed failure\):")
 # the table row that names the worker of the exit row below it (Hydra's row without `RANK n` names none)
-TABLE_RANK = re.compile(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
+TABLE_RANK = lazy(r"^\s*rank\s*: (?P<w>\d+) \(local_rank: \d+\)"
                         r"|^\s*Process name: \[(?:\[[^\]]*\]|[^\],\s]+),(?P<mpi>\d+)\]"
                         r"|^=\s+(?:RANK (?P<hydra>\d+) )?(?P<hpid>PID) \d+ RUNNING AT ")
 # Hydra prints a row without a rank (`=   PID 92248 RUNNING AT host`) only for a process that did not exit by itself
@@ -231,7 +232,7 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
 # ProcessGroupNCCL.cpp:616] ...`, the watchdog's) is followed by C++ frames, not by a Python traceback, so a traceback
 # printed next is another process's (a launcher's teardown line is not one: torchelastic raises its own
 # SignalException right after `Sending process N closing signal SIGTERM` when it was told to stop)
-RAISES_NO_TRACEBACK = re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w/.-]+\.(?:cpp|cc|cu|cxx|h|hpp):\d+\]")
+RAISES_NO_TRACEBACK = lazy(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ )?[\w/.-]+\.(?:cpp|cc|cu|cxx|h|hpp):\d+\]")
 
 
 def rank_of_row(m: re.Match[str]) -> str | None:
@@ -299,10 +300,10 @@ def family_of_exit(code: int | None) -> str | None:
 
 
 _ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu", "default")
-_HOST_RANK = re.compile(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
+_HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`): the rank
-_MPI_ID = re.compile(r"^\[?\d+,(\d+)\]?(?:<std(?:out|err)>:?)?$")
-_ID_AFTER = re.compile(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
+_MPI_ID = lazy(r"^\[?\d+,(\d+)\]?(?:<std(?:out|err)>:?)?$")
+_ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
