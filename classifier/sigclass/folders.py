@@ -45,6 +45,18 @@ def user_ledger_dir() -> Path:
     return data_dir() / "signatures"
 
 
+def package_dir(name: str) -> Path:
+    """The folder of one of sigclass's own data packages (`signatures`, `data`) as installed: beside this file
+    when it is there (importing importlib.resources costs a small scan ~5 ms), else as importlib.resources
+    finds it."""
+    here = Path(__file__).parent / name
+    if (here / "__init__.py").is_file():
+        return here
+    import importlib.resources
+
+    return Path(str(importlib.resources.files(f"sigclass.{name}")))
+
+
 def write_cache_file(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Replace a cache file in one step (a reader never sees half of it). Best effort: a read-only home just
     means the work is done again next time."""

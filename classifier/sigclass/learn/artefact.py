@@ -246,9 +246,9 @@ def trust(path: str | Path, digest: str) -> Path:
 # --------------------------------------------------------------------------- the shipped model
 
 def shipped_dir() -> Path:
-    import importlib.resources
+    from sigclass.folders import package_dir
 
-    return Path(str(importlib.resources.files("sigclass.data")))
+    return package_dir("data")
 
 
 def _pin_field(key: str, folder: Path | None) -> str | None:

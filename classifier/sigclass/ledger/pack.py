@@ -8,7 +8,6 @@ every error reads ``file:line: what is wrong``. See docs/ledger.md.
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
 import os
 from pathlib import Path
 import stat
@@ -24,7 +23,9 @@ from sigclass.ledger.signature import replace_fields, Signature
 
 def shipped_dir() -> Path:
     """The signature pack installed with the package (in a checkout, the top-level signatures/ the package links to)."""
-    return Path(str(importlib.resources.files("sigclass.signatures"))).resolve()
+    from sigclass.folders import package_dir
+
+    return package_dir("signatures").resolve()
 
 
 class Ledger:

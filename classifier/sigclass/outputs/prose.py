@@ -8,8 +8,6 @@ after the last place that the family's probes or facts point at.
 
 from __future__ import annotations
 
-import shutil
-import textwrap
 from typing import Iterable
 
 from sigclass.text.lazyre import lazy
@@ -23,6 +21,8 @@ _TERM = lazy(r"`([^`]{3,60})`|\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b|\b([A
 
 def width() -> int:
     """Columns to wrap at: the terminal's (or $COLUMNS), kept between 60 and 110."""
+    import shutil  # here: a scan that prints no finding needs neither this nor textwrap
+
     cols = shutil.get_terminal_size((100, 24)).columns
     return max(MIN_WIDTH, min(MAX_WIDTH, cols))
 
@@ -30,6 +30,8 @@ def width() -> int:
 def wrap(text: str, indent: str, label: str = "", cols: int | None = None) -> list[str]:
     """`text` after `indent + label`, wrapped between words; continuation lines line up under the text."""
     cols = cols or width()
+    import textwrap
+
     body = " ".join(text.split())
     lines = textwrap.wrap(body, width=cols, initial_indent=indent + label, subsequent_indent=indent + " " * len(label),
                           break_long_words=False, break_on_hyphens=False)
