@@ -60,3 +60,43 @@ def test_a_small_clean_scan_compiles_no_failure_shape(tmp_path):
     log.write_text("INFO step 1\n" + OOM)
     p = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
     assert int(p.stdout.split(None, 1)[0]) >= 1, p.stderr  # the OOM is still found
+
+
+def test_condition_regexes_compile_on_use_and_answer_as_regex_does():
+    import regex
+
+    from sigclass.ledger.patterns import compile_condition, LazyRegex
+
+    src = r"H100|H200|GH200"
+    cond = compile_condition(src)
+    cond = compile_condition(src)  # the second time the text is known to compile
+    assert isinstance(cond, LazyRegex) and cond.pattern == src
+    for v in ("NVIDIA H100 80GB HBM3", "A100-SXM4", "GH200", ""):
+        assert (cond.search(v) is None) == (regex.compile(src).search(v) is None)
+    back = pickle.loads(pickle.dumps(cond))
+    assert back == cond and back.search("H200 x").group() == "H200"
+    try:
+        compile_condition(r"(unclosed")
+    except regex.error:
+        pass
+    else:
+        raise AssertionError("a condition that does not compile must raise")
+
+
+def test_a_condition_that_does_not_compile_is_still_reported_at_load(tmp_path, monkeypatch):
+    from sigclass.errors import SignatureError
+    from sigclass.ledger.parse import parse_signature
+
+    monkeypatch.setenv("SIGCLASS_CACHE_DIR", str(tmp_path / "cache"))
+    good = ("id: demo-family\ntitle: Demo failure\nrole: root\nmatch:\n  any:\n    - 'DemoError: something broke'\n"
+            "conditions:\n  require:\n    gpu: 'H100|H200'\nmitigation: Fix the demo.\nprobes: [Run it again.]\n")
+    for _ in range(2):  # first load, then with the text known to compile
+        sig = parse_signature(good, "sigs/demo-family.yaml")
+        assert [(k, v.pattern) for k, v in sig.require] == [("gpu", "H100|H200")]
+        assert sig.require[0][1].search("NVIDIA H100") is not None
+    try:
+        parse_signature(good.replace("'H100|H200'", "'H100|(H200'"), "sigs/demo-family.yaml")
+    except SignatureError as exc:
+        assert "regex does not compile" in str(exc)
+    else:
+        raise AssertionError("a bad condition must be reported")

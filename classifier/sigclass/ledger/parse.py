@@ -9,7 +9,7 @@ import regex
 
 from sigclass.errors import Problem, SignatureError
 from sigclass.ledger.overtime import parse_over_time
-from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_pattern, Pattern
+from sigclass.ledger.patterns import KNOWN_VALID, Collector, compile_condition, compile_pattern, Pattern
 from sigclass.ledger.probes import parse_probes
 from sigclass.ledger.signature import ROLES, Signature, STATUSES, Supersede
 from sigclass.ledger.yaml_cache import load_yaml
@@ -152,7 +152,7 @@ def parse_signature(text: str, path: str, start_index: int = 0) -> Signature:
                 errs.add(at("conditions", kind, name), "a condition must be a regex string")
                 continue
             try:
-                out.append((str(name), regex.compile(src)))
+                out.append((str(name), compile_condition(src)))
             except regex.error as exc:
                 errs.add(at("conditions", kind, name), f"regex does not compile: {exc}")
 

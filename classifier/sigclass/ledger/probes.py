@@ -28,6 +28,7 @@ from typing import Any, Callable
 import regex
 
 from sigclass.ledger.context import as_number
+from sigclass.ledger.patterns import validated_cache
 
 PROBE_KEYS = ("text", "vary", "keep", "expect", "points_to", "cost", "inspect")
 EXPECTS = ("clean", "fails")
@@ -107,11 +108,16 @@ def _check_value(spec: Any, where: str, add: Callable[[str, str], None]) -> bool
         return False
     if spec.strip() in RELATIVE or _BOUND.match(spec):
         return True
+    cache = validated_cache()  # checked once per text and regex version
+    key = cache.key("probe value\0" + spec)
+    if key in cache.known:
+        return True
     try:
         regex.compile(spec)
     except regex.error as exc:
         add(where, f"regex does not compile: {exc}")
         return False
+    cache.new.add(key)
     return True
 
 
