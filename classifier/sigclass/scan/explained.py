@@ -75,6 +75,10 @@ def teardown_kills(sig: Signature, lines: list[str], matches: Callable[[object, 
     Slurm began ending the step (no OOM killer's own word, no exit code 137): the kills are the step's teardown."""
     if sig.id != "host-oom-killed":
         return False
+    # both are needed for a True answer; checked first, they spare the family's patterns on every line of a block
+    # that has no srun kill line or no Slurm ending (almost every block)
+    if not any("Killed" in ln and SRUN_KILLED.search(ln) for ln in lines) or not any(SLURM_ENDING.search(ln) for ln in lines):
+        return False
     ev = [i for i, ln in enumerate(lines) if any(matches(p, ln) for p in sig.any)]
     if not ev or not all(SRUN_KILLED.search(lines[i]) for i in ev):
         return False
