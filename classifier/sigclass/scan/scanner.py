@@ -226,13 +226,25 @@ class Scanner:
                           decide(source, run.findings, run.exits), run.quieted)
 
     # ------------------------------------------------------------------ classification
-    def _block_any(self, sig: Signature) -> tuple[list, frozenset[int]]:
-        """A family's `any` patterns that name it from one block (not counted ones), and their ids; made once."""
+    def _block_any(self, sig: Signature) -> tuple[list, dict[int, tuple[int, object]]]:
+        """A family's `any` patterns that name it from one block (not counted ones), and, by id, each one's
+        place in that list and the pattern; made once."""
         got = self._block_any_memo.get(sig.id)
         if got is None:
             pats = [p for p in sig.any if p.index not in self.counted]
-            got = self._block_any_memo[sig.id] = (pats, frozenset(p.index for p in pats))
+            got = self._block_any_memo[sig.id] = (pats, {p.index: (n, p) for n, p in enumerate(pats)})
         return got
+
+    def _line_any(self, by_id: dict[int, tuple[int, object]], lp: set[int], ln: str) -> bool:
+        """Whether one of a family's block patterns the prefilter matched on a line (ids lp) matches it,
+        tried in the family's order (what trying every pattern of the family whose id is in lp does)."""
+        mine = [by_id[i] for i in lp if i in by_id]
+        if not mine:
+            return False
+        if len(mine) > 1:
+            mine.sort(key=lambda x: x[0])
+        search = self.guard.search
+        return any(search(p, ln) for _, p in mine)
 
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],
                        line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
@@ -253,12 +265,11 @@ class Scanner:
             sig = self.ledger[fid]
             if not sig.active or sig.min_count > 1:
                 continue
-            block_any, any_ids = self._block_any(sig)
+            block_any, by_id = self._block_any(sig)
             if confirm_all:
                 ev = [ln for ln in lines if any(guard.search(p, ln) for p in block_any)]
             else:
-                ev = [ln for ln, lp in zip(lines, line_pids)
-                      if lp and not any_ids.isdisjoint(lp) and any(p.index in lp and guard.search(p, ln) for p in block_any)]
+                ev = [ln for ln, lp in zip(lines, line_pids) if lp and self._line_any(by_id, lp, ln)]
             if not ev and sig.multiline:
                 if any(guard.search(p, text) for p in sig.multiline):
                     ev = [ln for ln in lines if ln.strip()][:3]

@@ -305,7 +305,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         split = self._split
         while end > lo and back < 60 and len(out) < 40:
             start = max(buf.rfind(b"\n", lo, end) + 1, lo)
-            prev = split.get(start) or split_line(buf[start:end].decode("utf-8", "replace"))
+            prev = split.get(start)
+            if prev is None:  # kept for the next failure's look-back, which often reaches the same lines
+                prev = split[start] = split_line(buf[start:end].decode("utf-8", "replace"))
             back += 1
             if prev.stream != ln.stream:
                 end = start - 1

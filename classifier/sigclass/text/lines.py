@@ -219,9 +219,15 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# For each rule of MASKS, strings one of which any text it changes holds (None: no such test): a rule whose
+# strings the text lacks is not run (same result, without a regex pass)
+_MASK_NEEDS: tuple[tuple[str, ...] | None, ...] = ((":",), (":",), ("-",), ("0x",), ("/", "\\"), (".",), None, None, None)
+
+
 def mask(text: str) -> str:
-    for rx, rep in MASKS:
-        text = rx.sub(rep, text)
+    for (rx, rep), needs in zip(MASKS, _MASK_NEEDS):
+        if needs is None or any(n in text for n in needs):
+            text = rx.sub(rep, text)
     return " ".join(text.split())
 
 
