@@ -108,7 +108,28 @@ def clean(raw: str) -> str:
     return raw
 
 
+# split_line's answers for recent lines: a log repeats its failures' lines word for word (a traceback's frames,
+# `Traceback (most recent call last):`), and a Line is never changed once made, so one Line serves every copy
+_SPLIT_MEMO: dict[str, Line] = {}
+_SPLIT_MEMO_MAX = 2048  # lines kept (then the memo starts again empty)
+_SPLIT_MEMO_LEN = 400  # longer lines are not kept
+
+
 def split_line(raw: str) -> Line:
+    """A line split into its parts: colour codes and carriage returns handled, worker prefix and log header
+    taken off (Line)."""
+    got = _SPLIT_MEMO.get(raw)
+    if got is not None:
+        return got
+    ln = _split_line(raw)
+    if len(raw) <= _SPLIT_MEMO_LEN:
+        if len(_SPLIT_MEMO) >= _SPLIT_MEMO_MAX:
+            _SPLIT_MEMO.clear()
+        _SPLIT_MEMO[raw] = ln
+    return ln
+
+
+def _split_line(raw: str) -> Line:
     text = clean(raw)
     content = text
     stream: Stream | None = None
