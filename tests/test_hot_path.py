@@ -255,6 +255,8 @@ def test_line_splitting_tries_only_the_prefixes_a_first_character_allows(monkeyp
 
     from sigclass.text import lines
 
+    monkeypatch.setattr(lines, "_SPLIT_MEMO", {})
+    monkeypatch.setattr(lines, "_SPLIT_MEMO_LEN", -1)  # nothing kept: the second pass splits every line again
     sample = list(LINES) + ["[0,3]<stdout>:x", "[sc:w=2;u=;t=;l=4]:(pid=5) y", "7: z", "[default3]: q", "(pid=9, ip=1.2.3.4) r"]
     for f in sorted(glob.glob(str(Path(lg_dir()) / "*.log"))):
         sample += Path(f).read_text(encoding="utf-8", errors="replace").splitlines()
@@ -264,3 +266,53 @@ def test_line_splitting_tries_only_the_prefixes_a_first_character_allows(monkeyp
     monkeypatch.setattr(lines, "_PREFIX_ANY", tuple(table))
     assert [lines.split_line(x) for x in sample] == fast
     assert sum(1 for ln in fast if ln.prefix_kind) > 10
+
+
+def test_split_line_memo_gives_what_splitting_anew_gives(monkeypatch):
+    """Lines split again from the memo (repeats, a full memo starting over) equal lines split afresh."""
+    from sigclass.text import lines
+
+    monkeypatch.setattr(lines, "_SPLIT_MEMO", {})
+    monkeypatch.setattr(lines, "_SPLIT_MEMO_MAX", 5)
+    sample = list(LINES) + ["x" * 500, "[rank1]: " + "y" * 450, "Traceback (most recent call last):"]
+    first = [lines.split_line(x) for x in sample * 3]
+    assert first == [lines._split_line(x) for x in sample * 3]
+    assert len(lines._SPLIT_MEMO) <= 5
+    assert all(len(k) <= lines._SPLIT_MEMO_LEN for k in lines._SPLIT_MEMO)
+    again = lines.split_line(sample[-1])
+    assert again is lines.split_line(sample[-1])  # kept: the same Line serves both
+
+
+@pytest.mark.parametrize("text", [
+    "2025-03-23 11:14:07,038 worker 3 pid=52341 at /opt/x.py:12 0xdeadbeef 10.0.0.2:29500",
+    "no digits, no separators here",
+    "ids 123e4567-e89b-12d3-a456-426614174000 and cafebabe12345678 rank 3",
+    "C:\\Users\\me\\run.log line 7",
+    "gpu3 step=10 loss=1.5e-3 took 12:01:02.5",
+    "", "   ", "a-b-c", "v1.2.3", "rank: 7",
+])
+def test_mask_skipping_rules_changes_nothing(text):
+    """mask() skips a rule when the text lacks the strings its matches need: the same template as every rule run."""
+    from sigclass.text.lines import mask, MASKS
+
+    full = text
+    for rx, rep in MASKS:
+        full = rx.sub(rep, full)
+    assert mask(text) == " ".join(full.split())
+
+
+def test_mask_skipping_rules_changes_nothing_on_generated_text():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from sigclass.text.lines import mask, MASKS
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet="0123456789abcdefxABCDEF:-./\\ _TZ+,=rankpidgGPU", max_size=60))
+    def check(text):
+        full = text
+        for rx, rep in MASKS:
+            full = rx.sub(rep, full)
+        assert mask(text) == " ".join(full.split())
+
+    check()
