@@ -316,3 +316,23 @@ def test_mask_skipping_rules_changes_nothing_on_generated_text():
         assert mask(text) == " ".join(full.split())
 
     check()
+
+
+def test_guard_hit_answers_as_the_regex_search_does(shipped_scanner):
+    """`hit` (a substring test for a pattern that is plain text) says yes exactly where the timed regex search
+    finds a match, for every block pattern of the shipped pack, on the lines of the pack's example logs."""
+    import glob
+
+    sample = []
+    for f in sorted(glob.glob(str(Path(lg_dir()) / "*.log"))):
+        sample += [split_line(x).body for x in Path(f).read_text(encoding="utf-8", errors="replace").splitlines()]
+    guard = shipped_scanner.guard
+    pats = [p for sig in shipped_scanner.ledger for p in (*sig.any, *sig.all, *sig.none)]
+    plain = 0
+    agree = 0
+    for p in pats:
+        found = [ln for ln in sample if guard.search(p, ln) is not None]
+        assert [ln for ln in sample if guard.hit(p, ln)] == found, p.source
+        plain += guard.plain.get(p.index) is not None
+        agree += bool(found)
+    assert plain > 50 and agree > 100  # both kinds of pattern, and lines they match, were tried

@@ -35,6 +35,7 @@ from sigclass.vocab import SignatureMode
 
 
 _NO_RULES: tuple = ()
+_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")  # a pattern without any of these matches exactly its own text
 _UNSET = object()
 
 
@@ -52,6 +53,7 @@ class _PatternGuard:
         self.messages: list[str] = []
         # pattern text -> the plain strings one of which every match holds (None: no such set), made on first use
         self.needs: dict[str, tuple[str, ...] | None] = {}
+        self.plain: dict[int, str | None] = {}  # pattern index -> its text when that is plain text (`hit`)
 
     def search(self, pat, text: str):
         if pat.index in self.disabled:
@@ -79,6 +81,17 @@ class _PatternGuard:
         self.messages.append(msg)
         warnings.warn(msg, stacklevel=2)
         return None
+
+    def hit(self, pat, text: str) -> bool:
+        """Whether the pattern matches somewhere in text (`search` as a yes or no). A pattern that is plain
+        text, without any character regex syntax gives a meaning to, matches where that text occurs: a
+        substring test answers for it."""
+        lit = self.plain.get(pat.index, _UNSET) if getattr(pat, "source", None) is not None else None
+        if lit is _UNSET:
+            lit = self.plain[pat.index] = pat.source if not _REGEX_SYNTAX.intersection(pat.source) else None
+        if lit is not None and pat.index not in self.disabled:
+            return lit in text
+        return self.search(pat, text) is not None
 
     def absent(self, pat, text: str) -> bool:
         """True when no part of text (a block's lines joined) can hold a match: it lacks every plain string
@@ -243,8 +256,8 @@ class Scanner:
             return False
         if len(mine) > 1:
             mine.sort(key=lambda x: x[0])
-        search = self.guard.search
-        return any(search(p, ln) for _, p in mine)
+        hit = self.guard.hit
+        return any(hit(p, ln) for _, p in mine)
 
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],
                        line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
@@ -267,7 +280,7 @@ class Scanner:
                 continue
             block_any, by_id = self._block_any(sig)
             if confirm_all:
-                ev = [ln for ln in lines if any(guard.search(p, ln) for p in block_any)]
+                ev = [ln for ln in lines if any(guard.hit(p, ln) for p in block_any)]
             else:
                 ev = [ln for ln, lp in zip(lines, line_pids) if lp and self._line_any(by_id, lp, ln)]
             if not ev and sig.multiline:
@@ -275,9 +288,9 @@ class Scanner:
                     ev = [ln for ln in lines if ln.strip()][:3]
             if not ev:
                 continue
-            if any(guard.absent(p, text) or not any(guard.search(p, ln) for ln in lines) for p in sig.all):
+            if any(guard.absent(p, text) or not any(guard.hit(p, ln) for ln in lines) for p in sig.all):
                 continue
-            if any(not guard.absent(p, text) and any(guard.search(p, ln) for ln in lines) for p in sig.none):
+            if any(not guard.absent(p, text) and any(guard.hit(p, ln) for ln in lines) for p in sig.none):
                 continue
             ok = True
             for name, rx in sig.require:

@@ -413,9 +413,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                     blk.time, timed = t, True
                     break
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
-        if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.search):
+        if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.hit):
             res = None  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
-        if res is not None and teardown_kills(res[0], bodies, self.sc.guard.search):
+        if res is not None and teardown_kills(res[0], bodies, self.sc.guard.hit):
             # the step's teardown killed the tasks: the block is what else it says (the stop), not host-oom-killed
             sig_id = res[0].id
             res = self.sc.classify_block(texts, {p for p in blk.pids if self.sc.any_family.get(p) != sig_id}, fact,
