@@ -252,7 +252,21 @@ def mask(text: str) -> str:
     return " ".join(text.split())
 
 
+_MASKED: dict[str, str] = {}  # mask() of recent key lines: a repeated failure's key line is often word for word the same
+
+
+def _masked(line: str) -> str:
+    got = _MASKED.get(line)
+    if got is None:
+        got = mask(line)
+        if len(line) <= _SPLIT_MEMO_LEN:
+            if len(_MASKED) >= 1024:
+                _MASKED.clear()
+            _MASKED[line] = got
+    return got
+
+
 def fingerprint(lines: list[str]) -> str:
     """A stable hash of masked key lines: repeats of one failure share it."""
-    template = "\n".join(mask(x) for x in lines if x.strip())
+    template = "\n".join(_masked(x) for x in lines if x.strip())
     return hashlib.sha1(template.encode("utf-8", "replace")).hexdigest()[:12]
