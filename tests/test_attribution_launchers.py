@@ -414,3 +414,83 @@ def test_a_line_that_only_looks_like_a_host_prefix_keeps_its_text(line):
 def test_pdsh_s_own_exit_line_names_the_host():
     [e] = exits_in_line("pdsh@node-0: 10.0.0.7: ssh exited with exit code 1", 1, None)
     assert (e.worker, e.code) == ("10.0.0.7", 1)
+
+
+# https://github.com/facebookresearch/habitat-lab/issues/298 (srun reports each task's end as it happens: task 1
+# first, then the step is terminated and task 0 goes down too; the lines keep the thread's indentation)
+SRUN_TWO_SEGFAULTS = """\
+        srun: error: nid04277: task 1: Segmentation fault (core dumped)
+        srun: Terminating job step 20370799.1
+        srun: error: nid04276: task 0: Segmentation fault (core dumped)
+"""
+
+
+def test_srun_s_first_reported_task_is_the_cause_not_the_lowest_task_id():
+    _assert_cause(SRUN_TWO_SEGFAULTS, "segfault", "task 1")
+    # the same with the tasks' numbers swapped: the order srun printed them in decides, not the ids
+    swapped = SRUN_TWO_SEGFAULTS.replace("task 1:", "task X:").replace("task 0:", "task 1:").replace("task X:", "task 0:")
+    _assert_cause(swapped, "segfault", "task 0")
+
+
+# https://github.com/PaddlePaddle/Paddle/issues/14625 (mpirun --timestamp-output --tag-output: ctime's time with no
+# space before Open MPI's `[job,rank]<stream>:` tag)
+MPI_TIMESTAMPED = """\
+Tue Nov 27 13:49:06 2018[1,10]<stdout>:F1127 13:49:06.743296 17418 hl_cuda_device.cc:565] Check failed: cudaSuccess == cudaStat (0 vs. 35) Cuda Error: CUDA driver version is insufficient for CUDA runtime version
+Tue Nov 27 13:49:06 2018[1,10]<stdout>:*** Check failure stack trace: ***
+"""
+
+
+def test_open_mpi_s_timestamped_tag_names_the_rank():
+    _assert_cause(MPI_TIMESTAMPED, "cuda-env-mismatch", "1,10")
+
+
+@pytest.mark.parametrize("line, worker, body", [
+    # Open MPI's iof: `"%s[%s,%s]<%s>:"` with ctime's time (its day of month padded with a space)
+    ("Wed Nov  7 09:05:01 2018[1,3]<stderr>:Traceback (most recent call last):", "3", "Traceback (most recent call last):"),
+    # vLLM's multiprocessing worker: `decorate_logs(f"VllmWorker {suffix}")`, the suffix `TP<n>` when only tensor
+    # parallel (the TP rank is the worker's rank), `PP<n>_TP<n>` with pipeline parallel too (named by its pid)
+    ("(VllmWorker TP1 pid=406) ERROR 08-25 12:24:17 [multiproc_executor.py:596] WorkerProc hit an exception.", "1",
+     "WorkerProc hit an exception."),
+    ("(VllmWorker PP1_TP0 pid=722) ERROR 08-25 12:24:17 [multiproc_executor.py:596] WorkerProc hit an exception.",
+     None, "WorkerProc hit an exception."),
+    # ... inside its engine core's prefix, and as syslog writes it to a file (ESC as `#033`, the line's CR as `#015`)
+    ("(EngineCore_0 pid=715) (VllmWorker TP0 pid=720) ERROR 10-04 05:07:25 [multiproc_executor.py:596] WorkerProc hit "
+     "an exception.", "0", "WorkerProc hit an exception."),
+    ("#033[1;36m(VllmWorker TP2 pid=415)#033[0;0m ERROR 08-31 04:18:45 [multiproc_executor.py:559] WorkerProc failed "
+     "to start.#015", "2", "WorkerProc failed to start."),
+])
+def test_launcher_prefixes_from_their_format_strings(line, worker, body):
+    from sigclass.text.lines import split_line
+
+    ln = split_line(line)
+    assert ln.stream is not None and ln.worker == worker and ln.body == body
+
+
+@pytest.mark.parametrize("line", [
+    "Tue Nov 27 13:49:06 2018 job started",  # a ctime time alone is no prefix
+    "(see VllmWorker TP1 for details) pid=5",
+    "(VllmWorker TP1) ERROR no pid",
+])
+def test_text_that_only_resembles_those_prefixes_stays_a_line_of_its_own(line):
+    from sigclass.text.lines import split_line
+
+    ln = split_line(line)
+    assert ln.stream is None and ln.content == line
+
+
+VLLM_TP_OOM = [
+    "(VllmWorker TP{r} pid=40{r}) ERROR 08-25 12:24:17 [multiproc_executor.py:596] WorkerProc hit an exception.",
+    "(VllmWorker TP{r} pid=40{r}) ERROR 08-25 12:24:17 [multiproc_executor.py:596] Traceback (most recent call last):",
+    '(VllmWorker TP{r} pid=40{r}) ERROR 08-25 12:24:17 [multiproc_executor.py:596]   File "/vllm/worker.py", line 9, '
+    "in execute_model",
+    "(VllmWorker TP{r} pid=40{r}) ERROR 08-25 12:24:17 [multiproc_executor.py:596] torch.OutOfMemoryError: CUDA out of "
+    "memory. Tried to allocate 2.00 GiB. GPU {r} has a total capacity of 79.15 GiB of which 1.02 GiB is free.",
+]
+
+
+def test_a_vllm_tp_worker_s_fault_names_its_tp_rank():
+    text = "\n".join([
+        "(VllmWorker TP0 pid=400) INFO 08-25 12:24:10 [gpu_model_runner.py:1] Model loading took 8.1 GiB",
+        *(x.format(r=3) for x in VLLM_TP_OOM),
+    ]) + "\n"
+    _assert_cause(text, "cuda-oom", "VllmWorker TP3 pid=403")

@@ -78,6 +78,32 @@ def test_shuffling_worker_streams_keeps_the_verdict(lines):
     assert _victims(v) == _victims(_base())
 
 
+
+# vLLM's multiprocessing workers titled by their TP rank (`(VllmWorker TP3 pid=403)`): TP3 runs out of memory, the
+# other workers' collectives then time out in the watchdog, and the engine core reports the dead worker
+VLLM_OOM_TP3 = [
+    "(VllmWorker TP3 pid=403) ERROR 08-25 12:24:17 [multiproc_executor.py:596] WorkerProc hit an exception.",
+    "(VllmWorker TP3 pid=403) ERROR 08-25 12:24:17 [multiproc_executor.py:596] Traceback (most recent call last):",
+    "(VllmWorker TP3 pid=403) ERROR 08-25 12:24:17 [multiproc_executor.py:596] torch.OutOfMemoryError: CUDA out of "
+    "memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free.",
+]
+VLLM_WATCHDOG = [
+    "(VllmWorker TP{r} pid=40{r}) [rank{r}]:[E825 12:34:17.{ns} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=91, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, "
+    "Timeout(ms)=600000) ran for 60000{r} milliseconds before timing out.",
+]
+
+
+def _vllm_streams() -> list[list[str]]:
+    return [list(VLLM_OOM_TP3)] + [[x.format(r=r, ns=f"{100000000 + r:09d}") for x in VLLM_WATCHDOG] for r in (0, 1, 2)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings(_vllm_streams()))
+def test_shuffling_vllm_tp_worker_streams_keeps_the_verdict(lines):
+    v = sigclass.classify("\n".join(lines) + "\n").verdict
+    assert (v.cause.family, v.cause.worker) == ("cuda-oom", "3")
+
 # Two root faults on two ranks, each with its own time: the earlier one is the cause whatever the file order.
 EARLY_ASSERT_RANK5 = [
     "2024-11-20 14:37:16 [rank5]: Traceback (most recent call last):",

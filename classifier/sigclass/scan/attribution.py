@@ -19,7 +19,8 @@ then by the time the fault began, where the failure carries a timestamp of its o
 "ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
 worker's failures, then a worker's own lines before a helper process's copy of the same fault (vLLM's EngineCore
 re-raises what a worker raised), then, among direct faults of several workers with no time of their own (every
-rank printing the same OOM), by which was printed first, then by worker id (a launcher's summary lists the
+rank printing the same OOM), by which was printed first (so too among the tasks srun or Hydra report ended: they report each as it happens),
+then by worker id (a launcher's summary lists the
 workers in an order of its own: torchelastic puts the first observed failure last). A weak failure (no
 family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
 "first observed failure" is evidence, not truth: it is often a victim that exited first.
@@ -114,6 +115,7 @@ class _Cand:
     helper: bool = False  # printed by a helper process of a worker (vLLM's EngineCore): a copy when a worker shows it too
     killed: str | None = None  # the pid the kernel's OOM killer names in it
     report: bool = False  # a launcher's own report of its failed children (its ChildFailedError), in no worker's lines
+    in_order: bool = False  # shown by a launcher that reports its tasks' ends as they happen (srun, Hydra)
 
     def key(self) -> tuple:
         return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
@@ -276,7 +278,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
                            _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block),
-                           report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None))
+                           report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None,
+                           in_order=summary and _IN_TIME_ORDER.search(text) is not None))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
@@ -323,7 +326,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         else:
             tier = TIER_SUMMARY
         seen_workers.add(w)
-        cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE, w))
+        cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE, w,
+                           in_order=_IN_TIME_ORDER.search(e.text) is not None))
     # an exit whose worker no line names (Hydra's `PID n RUNNING AT host` row, a launcher's line without a rank)
     # still says what ended a process: a candidate of its own when its code tells a family no failure here shows
     shown = {c.family for c in cands}
@@ -350,8 +354,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     for c in sorted(cands, key=lambda c: c.line):
         launcher = c.tier in (TIER_REPORT, TIER_EXITED)
         c.ordinal = 0 if launcher else per_worker.get(c.worker, 0)
-        if c.tier == TIER_DIRECT:
-            c.first = c.line  # a launcher's summary lists workers in its own order (torchelastic's root cause last)
+        if c.tier == TIER_DIRECT or (c.tier == TIER_SUMMARY and c.in_order):
+            # a launcher's summary lists workers in its own order (torchelastic's root cause last); srun and Hydra
+            # report each task's end as it happens, so the one they report first ended first
+            c.first = c.line
         if not launcher:
             per_worker[c.worker] = c.ordinal + 1
         # (a victim whose own time says it began before the stop, a watchdog that waited ten minutes, is not one)

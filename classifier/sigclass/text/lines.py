@@ -65,7 +65,10 @@ _HEADER = lazy(
 )
 _TAG = lazy(r"\[[^\]]*\]")
 _LEAD = lazy(LEAD)
-_RANK_IN_PREFIX = lazy(r"[ (,]rank=(\d+)")
+# the rank a process prefix names: `(VllmWorker rank=2 pid=5)`, and vLLM's title by tensor-parallel rank alone
+# `(VllmWorker TP1 pid=721)`, where the TP rank is the worker's rank (a title that joins ranks, `VllmWorker PP1_TP0`,
+# `Worker_TP1`, is named by its pid)
+_RANK_IN_PREFIX = lazy(r"[ (,](?:rank=|TP)(\d+)[ ,]")
 
 
 @dataclass(slots=True)
@@ -89,6 +92,9 @@ class Line:
 # form is unambiguous; a bare one is read as colour only at a line's start (after a bracketed timestamp at most),
 # where it stands before a worker prefix, and then every bare code on that line is colour
 _CARET_ESC = "^[["
+# ... or as syslog escapes a control character (rsyslog's `#033`, journald forwarded to a file): `#033[1;36m(VllmWorker
+# TP2 pid=415)#033[0;0m ERROR ...`
+_SYSLOG_ESC = "#033["
 _BARE_SGR_AT_START = lazy(r"(?:\[[^\]\n]{1,40}+\] ?)?\[[0-9;]{0,16}+m(?!\])")
 _BARE_SGR = lazy(r"\[[0-9;]{0,16}+m(?!\])")
 
@@ -97,11 +103,15 @@ def clean(raw: str) -> str:
     """Remove ANSI escapes and keep what a terminal shows after carriage returns."""
     if _CARET_ESC in raw:
         raw = raw.replace(_CARET_ESC, "\x1b[")
+    if _SYSLOG_ESC in raw:
+        raw = raw.replace(_SYSLOG_ESC, "\x1b[")
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     elif raw[:1] == "[" and _BARE_SGR_AT_START.match(raw):
         raw = _BARE_SGR.sub("", raw)
     raw = raw.rstrip("\r")
+    if raw.endswith("#015"):  # syslog's escape of the carriage return a line ended with
+        raw = raw[:-4]
     if "\r" in raw:
         parts = [p for p in raw.split("\r") if p.strip()]
         raw = parts[-1] if parts else ""
@@ -167,7 +177,8 @@ def _split_line(raw: str) -> Line:
                 # a rank prefix inside a Ray actor's or a vLLM process's (`(RayTrainWorker pid=5) [rank0]:`): the
                 # rank names the worker, the lines stay the process's own stream
                 stream = Stream(stream.kind, stream.id, (k, m["w"]))
-                worker = m["w"]
+                rank = _RANK_IN_PREFIX.search(m.group(0)) if k == "ray" else None
+                worker = rank.group(1) if rank else m["w"]
             elif k == "host" and kind in RANK_KINDS:
                 pass  # a process's own prefix inside a rank's (`[1,3]<stdout>:node01:2345:2400 [3] NCCL INFO`,
                 # `[rank0]:[node01:04211] Signal: ...`): the rank names the worker

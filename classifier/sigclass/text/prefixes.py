@@ -23,6 +23,10 @@ class Prefix:
     names_rank: bool = False  # the id is a rank of a distributed job
 
 
+# the parallel ranks in a process title (`TP1`, `PP1_TP0`, `DP0`): vLLM's multiprocessing worker decorates its logs
+# with `VllmWorker {PP<n>}{_}{TP<n>}` (each part only when that size is over 1)
+PARALLEL_RANK = r"(?:TP|DP|PP|EP)\d{1,5}+(?:_(?:TP|DP|PP|EP)\d{1,5}+)*+"
+
 PREFIXES: tuple[Prefix, ...] = (
     # the JSON-lines adapter's own prefix (see `jsonl_prefix`)
     Prefix("jsonl", r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:", None),
@@ -31,11 +35,12 @@ PREFIXES: tuple[Prefix, ...] = (
     # Horovod's Gloo launcher: `[3]<stderr>:` (horovodrun without mpirun)
     Prefix("mpi", r"\[(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
     # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
-    # `(VllmWorker rank=2 pid=5640)`; the census counts a name directly followed by the pid, or a bare pid
-    # (the key=value pairs before the pid, none of them a pid, are possessive: a line that is not a prefix fails
-    # in time linear in its length)
-    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*+)(?:[ ,]++(?!pid=)[A-Za-z_]\w*+=[\w.:-]++)*+[ ,]++pid=(?P<w>\d+)"
-                  r"(?:, ip=[\d.:a-f]+)?\) ",
+    # `(VllmWorker rank=2 pid=5640)`, and vLLM's worker titled by its parallel ranks (`(VllmWorker TP1 pid=721)`,
+    # `(VllmWorker PP1_TP0 pid=722)`); the census counts a name directly followed by the pid, or a bare pid (not a
+    # prefix with a rank before its pid). The key=value pairs and rank words before the pid, none of them a pid, are
+    # possessive: a line that is not a prefix fails in time linear in its length
+    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*+)(?:[ ,]++(?!pid=)(?:[A-Za-z_]\w*+=[\w.:-]++|" + PARALLEL_RANK
+                  + r"(?=[ ,])))*+[ ,]++pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ",
            r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
@@ -74,7 +79,12 @@ PREFIXES: tuple[Prefix, ...] = (
 _RANK_AHEAD = r"\[(?:rank|default)\d+\]:"
 _PROCESS_AHEAD = r"\((?:[A-Za-z_][\w.:-]*[ ,][^()\n]{0,80}?)?pid=\d+"
 # Docker Compose's service column (`vllm-1  | (EngineCore_DP0 pid=5) ...`) stands before either.
-LEAD = (r"(?:(?:\[\d+\] |[A-Za-z0-9][\w.-]*: )(?=" + _RANK_AHEAD + ")"
+# Open MPI's `--timestamp-output` puts ctime's time, without its newline and with no space after it, before its
+# `--tag-output` tag (`"%s[%s,%s]<%s>:"`): `Tue Nov 27 13:49:06 2018[1,10]<stdout>:`.
+_CTIME = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+_MPI_AHEAD = r"\[\d+,\d+\]<std(?:out|err)>:"
+LEAD = (r"(?:" + _CTIME + r"(?=" + _MPI_AHEAD + r")"
+        r"|(?:\[\d+\] |[A-Za-z0-9][\w.-]*: )(?=" + _RANK_AHEAD + ")"
         r"|(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|[A-Za-z0-9][\w.-]*+ *+\|) +"
         r"(?=" + _RANK_AHEAD + "|" + _PROCESS_AHEAD + "))")
 
@@ -142,7 +152,7 @@ def _census() -> tuple[re.Pattern[bytes], tuple[tuple[int, int | None], ...]]:
         assert w is not None, p
         alts.append("".join(out))
         groups.append((w, name))
-    rx = re.compile(rb"^(?:(?:\x1b|\^\[)\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
+    rx = re.compile(rb"^(?:(?:\x1b|\^\[|#033)\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
     return rx, tuple(groups)
 
 
