@@ -264,6 +264,10 @@ def test_a_failure_s_own_text_names_its_worker(lines, worker):
     ("TP0", "0", True),
     ("Worker_TP1 pid=5642", "5642", True),  # a vLLM worker process is named by its pid
     ("address=0.0.0.0:44163, pid=584", "584", True),
+    # Open MPI's process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`) and its 5.0 tag's namespace
+    ("[[29973,1],3]", "3", True),
+    ("[[29973,1],3]", "1", False),
+    ("prterun-node01-4242@1,3", "3", True),
 ])
 def test_worker_ids_compare_as_the_launchers_print_them(a, b, same):
     assert (norm_worker(a) == norm_worker(b)) is same
@@ -428,7 +432,8 @@ SRUN_TWO_SEGFAULTS = """\
 def test_srun_s_first_reported_task_is_the_cause_not_the_lowest_task_id():
     _assert_cause(SRUN_TWO_SEGFAULTS, "segfault", "task 1")
     # the same with the tasks' numbers swapped: the order srun printed them in decides, not the ids
-    swapped = SRUN_TWO_SEGFAULTS.replace("task 1:", "task X:").replace("task 0:", "task 1:").replace("task X:", "task 0:")
+    swapped = (SRUN_TWO_SEGFAULTS.replace("task 1:", "task X:").replace("task 0:", "task 1:")
+               .replace("task X:", "task 0:"))
     _assert_cause(swapped, "segfault", "task 0")
 
 
@@ -446,7 +451,14 @@ def test_open_mpi_s_timestamped_tag_names_the_rank():
 
 @pytest.mark.parametrize("line, worker, body", [
     # Open MPI's iof: `"%s[%s,%s]<%s>:"` with ctime's time (its day of month padded with a space)
-    ("Wed Nov  7 09:05:01 2018[1,3]<stderr>:Traceback (most recent call last):", "3", "Traceback (most recent call last):"),
+    ("Wed Nov  7 09:05:01 2018[1,3]<stderr>:Traceback (most recent call last):", "3",
+     "Traceback (most recent call last):"),
+    # Open MPI 5 (PMIx's `"[%s,%s]<%s>: "`): `--output tag-fullname` keeps the namespace, `tag-detailed` adds host and
+    # pid, and a timestamp stands in brackets before the tag
+    ("[prterun-node01-4242@1,3]<stderr>:Traceback (most recent call last):", "3", "Traceback (most recent call last):"),
+    ("[1,3][node01:4242]<stderr>:Traceback (most recent call last):", "3", "Traceback (most recent call last):"),
+    ("[Wed Nov  7 09:05:01 2018][1,3]<stderr>:Traceback (most recent call last):", "3",
+     "Traceback (most recent call last):"),
     # vLLM's multiprocessing worker: `decorate_logs(f"VllmWorker {suffix}")`, the suffix `TP<n>` when only tensor
     # parallel (the TP rank is the worker's rank), `PP<n>_TP<n>` with pipeline parallel too (named by its pid)
     ("(VllmWorker TP1 pid=406) ERROR 08-25 12:24:17 [multiproc_executor.py:596] WorkerProc hit an exception.", "1",
@@ -470,6 +482,8 @@ def test_launcher_prefixes_from_their_format_strings(line, worker, body):
     "Tue Nov 27 13:49:06 2018 job started",  # a ctime time alone is no prefix
     "(see VllmWorker TP1 for details) pid=5",
     "(VllmWorker TP1) ERROR no pid",
+    "[1,3]: a list, not Open MPI's tag",
+    "[Tue Nov 27 13:49:06 2018] job started",
 ])
 def test_text_that_only_resembles_those_prefixes_stays_a_line_of_its_own(line):
     from sigclass.text.lines import split_line

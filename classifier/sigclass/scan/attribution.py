@@ -19,8 +19,8 @@ then by the time the fault began, where the failure carries a timestamp of its o
 "ran for 600012 milliseconds" began waiting ten minutes before it printed), then by its place among its own
 worker's failures, then a worker's own lines before a helper process's copy of the same fault (vLLM's EngineCore
 re-raises what a worker raised), then, among direct faults of several workers with no time of their own (every
-rank printing the same OOM), by which was printed first (so too among the tasks srun or Hydra report ended: they report each as it happens),
-then by worker id (a launcher's summary lists the
+rank printing the same OOM), by which was printed first (so too among the tasks srun or Hydra report ended: they
+report each as it happens), then by worker id (a launcher's summary lists the
 workers in an order of its own: torchelastic puts the first observed failure last). A weak failure (no
 family, an NCCL error) printed after its own process's victim-family line belongs to that cascade. A launcher's
 "first observed failure" is evidence, not truth: it is often a victim that exited first.
@@ -326,8 +326,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         else:
             tier = TIER_SUMMARY
         seen_workers.add(w)
-        cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE, w,
-                           in_order=_IN_TIME_ORDER.search(e.text) is not None))
+        cands.append(_Cand(fam, w, e.line, fingerprint([fam, e.text]), 0.0, tier, None, e.time, 0, CauseBasis.EXIT_CODE,
+                           w, in_order=_IN_TIME_ORDER.search(e.text) is not None))
     # an exit whose worker no line names (Hydra's `PID n RUNNING AT host` row, a launcher's line without a rank)
     # still says what ended a process: a candidate of its own when its code tells a family no failure here shows
     shown = {c.family for c in cands}

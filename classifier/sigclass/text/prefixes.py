@@ -31,7 +31,11 @@ PREFIXES: tuple[Prefix, ...] = (
     # the JSON-lines adapter's own prefix (see `jsonl_prefix`)
     Prefix("jsonl", r"\[sc:w=(?P<w>[^;\]]*);u=(?P<u>[^;\]]*);t=(?P<t>[^;\]]*);l=(?P<l>\d+)\]:", None),
     Prefix("rank", r"\[(?:rank|default)(?P<w>\d+)\]: ?", r"\[(?:rank|default)(?P<w>\d+)\]:", names_rank=True),
-    Prefix("mpi", r"\[\d+,(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
+    # Open MPI's `--tag-output` (`--output tag` since 5.0, PMIx's `"[%s,%s]<%s>: "` with the job id after the `@`
+    # of its namespace): `[1,3]<stderr>:`; `--output tag-fullname` keeps the whole namespace
+    # (`[prterun-node01-4242@1,3]<stderr>:`), `--output tag-detailed` adds host and pid (`[1,3][node01:4242]<stderr>:`)
+    Prefix("mpi", r"\[(?:[\w.-]{1,200}+@)?\d+,(?P<w>\d+)\](?:\[[\w.-]{1,200}+:\d+\])?<std(?:out|err)>:", "=",
+           names_rank=True),
     # Horovod's Gloo launcher: `[3]<stderr>:` (horovodrun without mpirun)
     Prefix("mpi", r"\[(?P<w>\d+)\]<std(?:out|err)>:", "=", names_rank=True),
     # Ray actors and vLLM helper processes: `(RayWorkerWrapper pid=1234, ip=10.0.0.2)`, `(EngineCore_DP0 pid=5)`,
@@ -80,10 +84,11 @@ _RANK_AHEAD = r"\[(?:rank|default)\d+\]:"
 _PROCESS_AHEAD = r"\((?:[A-Za-z_][\w.:-]*[ ,][^()\n]{0,80}?)?pid=\d+"
 # Docker Compose's service column (`vllm-1  | (EngineCore_DP0 pid=5) ...`) stands before either.
 # Open MPI's `--timestamp-output` puts ctime's time, without its newline and with no space after it, before its
-# `--tag-output` tag (`"%s[%s,%s]<%s>:"`): `Tue Nov 27 13:49:06 2018[1,10]<stdout>:`.
+# `--tag-output` tag (`"%s[%s,%s]<%s>:"`): `Tue Nov 27 13:49:06 2018[1,10]<stdout>:`; since 5.0 (PMIx) in brackets:
+# `[Tue Nov 27 13:49:06 2018][1,10]<stdout>: `.
 _CTIME = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
-_MPI_AHEAD = r"\[\d+,\d+\]<std(?:out|err)>:"
-LEAD = (r"(?:" + _CTIME + r"(?=" + _MPI_AHEAD + r")"
+_MPI_AHEAD = r"\[(?:[\w.-]{1,200}+@)?\d+,\d+\](?:\[[\w.-]{1,200}+:\d+\])?<std(?:out|err)>:"
+LEAD = (r"(?:(?:" + _CTIME + r"|\[" + _CTIME + r"\])(?=" + _MPI_AHEAD + r")"
         r"|(?:\[\d+\] |[A-Za-z0-9][\w.-]*: )(?=" + _RANK_AHEAD + ")"
         r"|(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?|[A-Za-z0-9][\w.-]*+ *+\|) +"
         r"(?=" + _RANK_AHEAD + "|" + _PROCESS_AHEAD + "))")
@@ -152,7 +157,9 @@ def _census() -> tuple[re.Pattern[bytes], tuple[tuple[int, int | None], ...]]:
         assert w is not None, p
         alts.append("".join(out))
         groups.append((w, name))
-    rx = re.compile(rb"^(?:(?:\x1b|\^\[|#033)\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")", re.M)
+    # colour codes before a prefix: with their ESC byte, in caret notation, or as syslog escapes ESC (`#033`)
+    rx = re.compile(rb"^(?:(?:\x1b|\^\[|#033)\[[0-9;]*m)*(?:" + LEAD.encode() + rb")?(?:" + "|".join(alts).encode() + rb")",
+                    re.M)
     return rx, tuple(groups)
 
 

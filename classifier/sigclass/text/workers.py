@@ -301,8 +301,9 @@ def family_of_exit(code: int | None) -> str | None:
 
 _ID_WORDS = ("local_rank", "global_rank", "rank", "task", "pid", "worker", "gpu", "default")
 _HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
-# Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`): the rank
-_MPI_ID = lazy(r"^\[?\d+,(\d+)\]?(?:<std(?:out|err)>:?)?$")
+# Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`, since 5.0 also with the whole namespace,
+# `[prterun-node01-4242@1,12]`) and its process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`): the rank
+_MPI_ID = lazy(r"^\[?(?:\[\d+,\d+\]|(?:[\w.-]+@)?\d+),(\d+)\]?(?:<std(?:out|err)>:?)?$")
 _ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
