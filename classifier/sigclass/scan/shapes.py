@@ -3,7 +3,8 @@
 Two kinds, each shape with lines it must match and lines it must not (tests/test_shapes.py runs them all):
 
 - fault shapes open a failure block where they are printed, as an exception line does: a C++ `Check failed:`
-  (glog, Ray's RAY_CHECK), a Rust or Go panic, libstdc++'s other `terminate called` lines, Ray's handler of an
+  (glog, Ray's RAY_CHECK), the CUDACHECK / NCCLCHECK macros of NCCL's examples (`Failed: Cuda error f.cu:42 '...'`),
+  a Rust or Go panic, libstdc++'s other `terminate called` lines, Ray's handler of an
   unhandled C++ exception, the shell's word for a death by SIGABRT / SIGFPE / SIGILL without a core dump,
   Hydra's compact config errors, an ERROR-level log line that names the exception it caught.
 - report shapes only say that something failed: a launcher's or a tool's non-zero exit (`make: *** ... Error
@@ -92,6 +93,16 @@ FAULTS: tuple[Shape, ...] = (
         "Check failed: status.ok() Bad status"),
        ("WARNING Health Check failed: timeout after 5s", "INFO health check failed: retrying",
         "liveness Check failed: 1 of 3")),
+    # the check macros of NCCL's examples, copied into nccl-tests, vLLM's custom all-reduce, TensorRT-LLM's plugins and
+    # many CUDA programs: `printf("Failed: Cuda error %s:%d '%s'\n", __FILE__, __LINE__, cudaGetErrorString(e));
+    # exit(EXIT_FAILURE);` (NCCLCHECK: `Failed, NCCL error %s:%d '%s'`, MPICHECK: `Failed: MPI error %s:%d '%d'`):
+    # the process exits right after the line
+    _s("check-macro", r"Failed: Cuda error |Failed, NCCL error |Failed: NCCL error |Failed: MPI error ",
+       r"(?:^|\] )Failed[:,] (?:Cuda|NCCL|MPI) error \S+:\d+ '[^']*'",
+       ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+        "Failed, NCCL error /src/plugins/ncclPlugin/allreducePlugin.cpp:183 'unknown result code'",
+        "Failed: MPI error main.cu:42 '15'"),
+       ("Failed: Cuda error checks are printed by CUDACHECK", "INFO retry after Failed: Cuda error x:1 'busy'")),
     # libstdc++'s other two words before abort() (the first, `terminate called after throwing an instance of`,
     # is a trigger of its own)
     _s("cpp-terminate", r"terminate called ", r"terminate called (?:recursively|without an active exception)",
@@ -412,6 +423,7 @@ _NEEDLES = {
     "go-panic": ("panic: ", "fatal error: ", "SIGABRT: ", "SIGILL: ", "SIGFPE: ", "SIGTRAP: "),
     "check-failed": ("Check failed: ",),
     "cpp-terminate": ("terminate called ",),
+    "check-macro": (" error ",),
     "ray-unhandled-cpp": ("Unhandled ",),
     "shell-abort": ("Aborted", "Floating point exception", "Illegal instruction", "Trace/breakpoint trap"),
     "ray-task-error": ("RayTaskError(", "RayActorError("),
