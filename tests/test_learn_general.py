@@ -90,3 +90,45 @@ def test_a_death_named_by_its_signal_description_is_the_same_token_as_by_its_num
     assert "killsig_SEGV" in normalise_block("exitcode  : -11 (pid: 4242)", signals=True).splitlines()
     # the words alone, in a sentence, are no death
     assert "killsig_" not in normalise_block("ERROR: Unexpected segmentation fault encountered in worker.", signals=True)
+
+
+# --------------------------------------------------------------------------- source lines under frames
+
+_TWO_TRACEBACKS = """Traceback (most recent call last):
+  File "main.py", line 214, in <module>
+    solver.train_and_eval()
+  File "/content/src/solver.py", line 123, in train
+    for i_batch, batch_data in enumerate(self.train_loader):
+  File "/usr/lib/python3.10/site-packages/torch/utils/data/_utils/collate.py", line 9, in collate
+    return torch.LongTensor(batch)
+           ^^^^^^^^^^^^^^^^^^^^^^^
+ValueError: expected sequence of length 12 at dim 1 (got 9)
+Traceback (most recent call last):
+  File "run.py", line 3, in <module>
+    assert ok, "not ok"
+AssertionError: not ok"""
+
+
+def test_the_source_lines_under_frames_are_kept_all_the_innermost_or_none():
+    every = normalise_block(_TWO_TRACEBACKS, frames="none", code="all").splitlines()
+    last = normalise_block(_TWO_TRACEBACKS, frames="none", code="last").splitlines()
+    none = normalise_block(_TWO_TRACEBACKS, frames="none", code="none").splitlines()
+    assert "solver.train_and_eval()" in every and "return torch.LongTensor(batch)" in every
+    # the statement that raised, one per traceback; a project's own calls above it are left out
+    assert "solver.train_and_eval()" not in last
+    assert "for i_batch, batch_data in enumerate(self.train_loader):" not in last
+    assert "return torch.LongTensor(batch)" in last and 'assert ok, "not ok"' in last
+    assert not any(x.startswith(("return ", "assert ", "solver.", "for ")) for x in none)
+    for text in (every, last, none):
+        assert "ValueError: expected sequence of length <NUM> at dim <NUM> (got <NUM>)" in text
+        assert "AssertionError: not ok" in text and "Traceback (most recent call last):" in text
+    # the frames themselves follow their own setting
+    assert "at main in <module>" not in last
+    assert "at data._utils.collate in collate" in normalise_block(_TWO_TRACEBACKS, frames="all", code="last")
+
+
+def test_an_unknown_setting_for_source_lines_is_refused():
+    from sigclass.learn.estimator import BlockText
+
+    with pytest.raises(ValueError, match="code"):
+        BlockText(code="some").fit(["x"])

@@ -145,7 +145,7 @@ def ident_words(line: str) -> str:
 
 def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
                     signals: bool = False, frames: str = "all", split_words: str = "none",
-                    last_exception: int = 0, path_kinds: bool = False) -> str:
+                    last_exception: int = 0, path_kinds: bool = False, code: str = "all") -> str:
     """One block (its lines joined by newlines) as masked text: frames shortened, volatile tokens masked.
 
     The exception lines (type and message) are repeated ``repeat_exceptions`` times for weight, and each
@@ -160,10 +160,15 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
     spell them `OutOfMemoryError`, `out of memory` or `CUDA_ERROR_OUT_OF_MEMORY`. ``last_exception``: the
     last exception line of the block (the end of a chain, the error itself) is repeated that many more times.
     ``path_kinds``: the system locations that paths start at become tokens (`path_kinds`).
+    ``code``: the source lines a traceback prints under its frames are kept ``all``, only the innermost one
+    of each traceback (the statement that raised, ``last``), or ``none``.
     """
     out: list[str] = []
     sigs: dict[str, None] = {}
     frame_at: list[int] = []  # where frame lines are in `out`
+    code_at: list[int] = []  # where the source lines under frames are in `out`
+    outer: set[int] = set()  # ... those followed by another frame (not the innermost of their traceback)
+    after_frame = False
     keep: set[int] = set()  # with frames="last", the innermost frame of each exception
     exc: list[str] = []
     types: list[str] = []
@@ -180,11 +185,17 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
             continue
         m = _FRAME.match(raw)
         if m:
+            if code_at and code_at[-1] == len(out) - 1:
+                outer.add(code_at[-1])
+            after_frame = True
             if frames != "none":
                 frame_at.append(len(out))
                 out.append(_mask(_frame_line(m)))
             continue
         s = _mask(raw, path_kinds)
+        if after_frame and raw[:1] in (" ", "\t") and not _EXC.match(raw.strip()):
+            code_at.append(len(out))
+        after_frame = False
         out.append(s)
         if signals:
             sigs.update(dict.fromkeys(_signals(raw)))
@@ -196,8 +207,10 @@ def normalise_block(text: str, *, max_lines: int = 160, repeat_exceptions: int =
             types.append(e["type"].rsplit(".", 1)[-1])
             if frame_at and frames == "last":
                 keep.add(frame_at[-1])
-    if frames == "last":
-        drop = set(frame_at) - keep
+    drop = set(frame_at) - keep if frames == "last" else set()
+    if code != "all":
+        drop |= outer if code == "last" else set(code_at)
+    if drop:
         out = [x for i, x in enumerate(out) if i not in drop]
     if repeat_exceptions and exc:
         out.extend(exc[-3:] * repeat_exceptions)

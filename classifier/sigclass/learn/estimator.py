@@ -30,6 +30,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
     "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
     "split_words": "none", "last_exception": 1, "path_kinds": True,
+    "code": "all",
     # weights of the training rows by where the text comes from: real excerpts, written ones, the ledger's own
     # `# expect:` examples and the corpus's framework phrasings (0 leaves those out)
     "written_weight": 1.0, "example_weight": 0.5, "phrasing_weight": 0.25,
@@ -48,11 +49,12 @@ class BlockText(TransformerMixin, BaseEstimator):
         "split_words": [StrOptions({"none", "exc", "all"})],
         "last_exception": [Interval(Integral, 0, None, closed="left")],
         "path_kinds": ["boolean"],
+        "code": [StrOptions({"all", "last", "none"})],
     }
 
     def __init__(self, *, max_lines: int = 160, repeat_exceptions: int = 1, facts: bool = True,
                  signals: bool = False, frames: str = "all", split_words: str = "none", last_exception: int = 0,
-                 path_kinds: bool = False) -> None:
+                 path_kinds: bool = False, code: str = "all") -> None:
         self.max_lines = max_lines
         self.repeat_exceptions = repeat_exceptions
         self.facts = facts
@@ -61,6 +63,7 @@ class BlockText(TransformerMixin, BaseEstimator):
         self.split_words = split_words
         self.last_exception = last_exception
         self.path_kinds = path_kinds
+        self.code = code
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -195,5 +198,6 @@ def make_pipeline(params: dict[str, Any] | None = None) -> Pipeline:
     features = FeatureUnion(parts)
     clf = CalibratedLinearClassifier(C=p["C"], loss=p["loss"], calibration=p["calibration"], random_state=SEED)
     text = BlockText(repeat_exceptions=p["repeat_exceptions"], facts=p["facts"], signals=p["signals"], frames=p["frames"],
-                     split_words=p["split_words"], last_exception=p["last_exception"], path_kinds=p["path_kinds"])
+                     split_words=p["split_words"], last_exception=p["last_exception"], path_kinds=p["path_kinds"],
+                     code=p["code"])
     return Pipeline([("text", text), ("features", features), ("clf", clf)])
