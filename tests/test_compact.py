@@ -102,6 +102,8 @@ def test_both_mode_uses_its_own_threshold():
     {"frames": "none", "exc_features": 500, "signals": True, "repeat_exceptions": 1},
     {"frames": "none", "exc_features": 0, "signals": True, "split_words": "exc", "last_exception": 1},
     {"frames": "none", "exc_features": 0, "signals": True, "split_words": "all", "last_exception": 2},
+    {"frames": "none", "exc_features": 0, "signals": True, "code": "none"},
+    {"frames": "all", "exc_features": 0, "signals": True, "code": "all"},
 ])
 def test_compact_probabilities_equal_the_pipeline_for_each_text_setting(params, corpus_blocks):
     import io

@@ -30,7 +30,7 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "word_min_df": 1, "word_features": 8000, "char_min_df": 2, "char_features": 12000, "char_max_n": 5,
     "repeat_exceptions": 2, "facts": True, "signals": True, "frames": "none", "exc_features": 0,
     "split_words": "none", "last_exception": 1, "path_kinds": True,
-    "code": "all",
+    "code": "last",
     # weights of the training rows by where the text comes from: real excerpts, written ones, the ledger's own
     # `# expect:` examples and the corpus's framework phrasings (0 leaves those out)
     "written_weight": 1.0, "example_weight": 0.5, "phrasing_weight": 0.25,
