@@ -65,12 +65,12 @@ def test_a_small_clean_scan_compiles_no_failure_shape(tmp_path):
 def test_condition_regexes_compile_on_use_and_answer_as_regex_does():
     import regex
 
-    from sigclass.ledger.patterns import compile_condition, LazyRegex
+    from sigclass.ledger.patterns import compile_condition, LazyPattern
 
     src = r"H100|H200|GH200"
     cond = compile_condition(src)
     cond = compile_condition(src)  # the second time the text is known to compile
-    assert isinstance(cond, LazyRegex) and cond.pattern == src
+    assert isinstance(cond, LazyPattern) and cond.pattern == src
     for v in ("NVIDIA H100 80GB HBM3", "A100-SXM4", "GH200", ""):
         assert (cond.search(v) is None) == (regex.compile(src).search(v) is None)
     back = pickle.loads(pickle.dumps(cond))

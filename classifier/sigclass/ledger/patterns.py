@@ -8,6 +8,7 @@ from typing import Any
 import regex
 
 from sigclass.errors import Problem
+from sigclass.text.lazyre import LazyPattern
 
 
 MATCH_TIMEOUT = 0.25  # seconds a single regex match on one line may take before it is abandoned
@@ -98,61 +99,17 @@ class Collector:
 KNOWN_VALID = object()  # a pattern validated on an earlier load: compiled on first use
 
 
-class LazyRegex:
-    """``regex.compile(pattern)`` for a pattern known to compile (a condition of a signature), made on first use:
-    a scan whose log never sets the fact it tests never compiles it."""
-
-    __slots__ = ("pattern", "_rx")
-
-    def __init__(self, pattern: str, compiled: Any = None) -> None:
-        self.pattern = pattern
-        self._rx = compiled
-
-    @property
-    def compiled(self) -> Any:
-        rx = self._rx
-        if rx is None:
-            rx = self._rx = regex.compile(self.pattern)
-        return rx
-
-    def search(self, *args: Any, **kwargs: Any) -> Any:
-        return self.compiled.search(*args, **kwargs)
-
-    def match(self, *args: Any, **kwargs: Any) -> Any:
-        return self.compiled.match(*args, **kwargs)
-
-    def fullmatch(self, *args: Any, **kwargs: Any) -> Any:
-        return self.compiled.fullmatch(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.compiled, name)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, LazyRegex) and other.pattern == self.pattern
-
-    def __hash__(self) -> int:
-        return hash(self.pattern)
-
-    def __reduce__(self):
-        return (LazyRegex, (self.pattern,))
-
-    def __repr__(self) -> str:
-        return f"LazyRegex({self.pattern!r})"
-
-
-def compile_condition(src: str) -> LazyRegex:
+def compile_condition(src: str) -> LazyPattern:
     """A condition's regex (`require` / `prefer`): checked to compile once per text and regex version (the
     validated-pattern cache, under a key of its own), compiled again only when a fact value is tested.
     Raises regex.error for a pattern that does not compile."""
     cache = validated_cache()
     key = cache.key("condition\0" + src)
     if key in cache.known:
-        return LazyRegex(src)
+        return LazyPattern(src, compile=regex.compile)  # a scan whose log never sets the fact never compiles it
     rx = regex.compile(src)
     cache.new.add(key)
-    return LazyRegex(src, rx)
+    return LazyPattern(src, compile=regex.compile, compiled=rx)
 
 
 def compile_pattern(src: str, where: str, errs: Collector, *, fact: str | None = None) -> Any:
