@@ -357,3 +357,41 @@ def test_hydras_cleanup_sigterm_does_not_name_an_abort(shipped):
 def test_hydras_sigterm_alone_is_the_stop(shipped):
     text = HYDRA_ABORT.replace("EXIT CODE: 134", "EXIT CODE: 15")
     assert first_root_family(shipped.scan_text(text).findings) == "process-killed-by-signal"
+
+
+# a fault line with no Python exception (a CUDA check macro's exit) above a secondary family's line in one block
+CHECK_MACRO_THEN_DEAD_WORKER = """\
+Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'
+(EngineCore) ERROR Worker proc VllmWorker-0 died unexpectedly (exit code: None)
+"""
+
+
+def test_a_fault_line_above_a_secondary_family_is_its_cause(shipped):
+    res = shipped.scan_text(CHECK_MACRO_THEN_DEAD_WORKER)
+    assert first_root_family(res.findings) == "unknown"
+    assert "custom_all_reduce.cuh" in res.findings[0].evidence[0]
+
+
+def test_a_dead_worker_below_no_fault_line_keeps_its_family(shipped):
+    res = shipped.scan_text(CHECK_MACRO_THEN_DEAD_WORKER.split("\n", 1)[1])
+    assert first_root_family(res.findings) == "vllm-engine-dead"
+
+
+# the actor's own exception above Ray's word that it died, in one block
+RAY_UNHANDLED_THEN_DIED = """\
+2024-05-01 12:00:00,000	ERROR worker.py:406 -- Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Trainer.__init__() (pid=1234, ip=10.0.0.1, actor_id=abc)
+  File "/home/u/train.py", line 30, in __init__
+    self.model = build(cfg["model"])
+KeyError: 'model'
+ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.
+"""
+
+
+@pytest.mark.parametrize("mode", ["regex", "both"])
+def test_a_secondary_family_that_gave_way_is_not_guessed_back(mode):
+    """With learned signatures on, the model's guess does not bring back the secondary family the block's own
+    exception explained."""
+    from sigclass.scan.factory import build_scanner
+
+    res = build_scanner(load_ledger(), mode).scan_text(RAY_UNHANDLED_THEN_DIED)
+    assert [f.family for f in res.findings] == ["unknown"]

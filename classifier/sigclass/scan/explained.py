@@ -7,6 +7,9 @@ exception is the failure, and when no family's pattern names it the block is `un
 - Python prints a chain's cause first: `KeyError: 'pixel'`, then `The above exception was the direct cause of the
   following exception:`, then Ray Train's `TrainingFailedError`; an exception line above the family's first line
   of evidence is the cause;
+- a fault line printed without a Python exception (shapes.FAULTS: a CUDA check macro's `Failed: Cuda error
+  f.cuh:164 'invalid argument'`, a failed `Check failed:`, a C++ `terminate called`) above the family's first line of
+  evidence is the cause likewise: vLLM's EngineCore then says `Worker proc VllmWorker-0 died unexpectedly`;
 - Ray relays a remote task's or an actor constructor's exception inside its own message:
   `ActorDiedError: The actor died because of an error raised in its creation task, ray::A.__init__() (...)` or
   `RayTaskError(ValueError): ray::f() (...)`, then the remote traceback and its exception line; an exception line
@@ -24,7 +27,7 @@ from __future__ import annotations
 from typing import Callable
 
 from sigclass.ledger.signature import Signature
-from sigclass.scan.shapes import RAY_RELAY
+from sigclass.scan.shapes import RAY_RELAY, fault_line
 from sigclass.text.lazyre import lazy
 
 # an exception line of a program's own: `ValueError: ...`, `mod.sub.KeyError: ...`, `SomethingError` alone
@@ -55,6 +58,8 @@ def own_cause(sig: Signature, lines: list[str], matches: Callable[[object, str],
         if i >= first and _RELAYS.search(ln) is not None:
             relayed = True  # the lines below it are the remote exception's
         s = ln.lstrip()
+        if i < first and fault_line(s) and not any(matches(p, ln) for p in sig.any):
+            return True
         if i == first or not OWN_EXCEPTION.match(s) or any(c in s.split(":", 1)[0] for c in _NOT_CAUSES):
             continue
         if (i < first or relayed) and not any(matches(p, ln) for p in sig.any):

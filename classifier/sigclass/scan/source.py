@@ -413,8 +413,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                     blk.time, timed = t, True
                     break
         res = self.sc.classify_block(texts, blk.pids, fact, blk.line_pids)
+        caused = False  # a secondary family's block whose own exception explains it: no secondary family for it
         if res is not None and res[0].role == Role.SECONDARY and own_cause(res[0], bodies, self.sc.guard.hit):
-            res = None  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
+            res, caused = None, True  # the exception the block holds is the failure; the family is what it caused (scan/explained.py)
         if res is not None and teardown_kills(res[0], bodies, self.sc.guard.hit):
             # the step's teardown killed the tasks: the block is what else it says (the stop), not host-oom-killed
             sig_id = res[0].id
@@ -436,7 +437,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if guess is not None:
                 fid, prob = guess
                 sig = self.sc.ledger.signatures.get(fid)
-                if sig is not None:
+                if sig is not None and not (caused and sig.role == Role.SECONDARY):
                     ev = exception_lines(bodies)
                     f = self._make(sig, ev, prob, Method.LEARNED, blk.start, end_line, blk.time, worker, stream, unit, bodies,
                                    [strip_ts(e) for e in ev[:1]])
