@@ -395,3 +395,54 @@ def test_a_secondary_family_that_gave_way_is_not_guessed_back(mode):
 
     res = build_scanner(load_ledger(), mode).scan_text(RAY_UNHANDLED_THEN_DIED)
     assert [f.family for f in res.findings] == ["unknown"]
+
+
+# torchelastic stops the siblings, then its summary names the failed rank and prints the error file's traceback
+CHILD_FAILED_RECORDED = """\
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 141 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 140) of binary: /usr/bin/python3
+Traceback (most recent call last):
+  File "/usr/local/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2024-05-01_10:00:02
+  host      : node1
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: 141)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 141
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:01
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 140)
+  error_file: /tmp/torchelastic_abc/none_xyz/attempt_0/0/error.json
+  traceback : Traceback (most recent call last):
+    File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
+      return f(*args, **kwargs)
+    File "/workspace/train.py", line 50, in main
+      raise ValueError("num_labels must be 3")
+  ValueError: num_labels must be 3
+  
+============================================================
+"""
+
+
+def test_the_traceback_torchelastics_summary_prints_is_the_root_of_the_stops_above():
+    res = Scanner(load_ledger(), signatures="regex").scan_text(CHILD_FAILED_RECORDED)
+    assert first_root_family(res.findings) == "unknown"
+    assert [f.family for f in res.findings if f.role == "secondary"] == ["process-killed-by-signal"] * 2
+    assert "ValueError: num_labels must be 3" in res.findings[-1].evidence
+
+
+def test_the_summarys_hint_with_no_traceback_leaves_the_stops_alone():
+    text = CHILD_FAILED_RECORDED.split("  traceback : Traceback")[0] + "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert first_root_family(res.findings) == "process-killed-by-signal"

@@ -6,8 +6,9 @@
 - Late roots: a sibling stopped from outside (process-killed-by-signal), a dead Ray worker
   (ray-actor-died) or a dead vLLM engine (vllm-engine-dead) printed before the root fault it follows (torchelastic sends SIGTERM to the siblings before printing the summary that names the failed
   rank) becomes a victim of the first root within LATE_ROOT_LINES below it; of the failures no family
-  explains, only a launcher's report of the failed worker (scan/shapes.py) or, after a dead Ray worker, the
-  exception its task raised or a fatal line of the worker's own (a C++ unhandled exception) can be that root.
+  explains, only a launcher's report of the failed worker (scan/shapes.py), the traceback torchelastic's summary
+  prints for a failed rank, or, after a dead Ray worker, the exception its task raised or a fatal line of the
+  worker's own (a C++ unhandled exception) can be that root.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
@@ -40,6 +41,10 @@ LATE_ROOT_LINES = 200
 LATE_VICTIMS = frozenset({"process-killed-by-signal", "ray-actor-died", "vllm-engine-dead"})
 # ... of which these give way only to a root the ledger named or one with an error line of its own (_telling)
 LATE_ONLY_IF_TELLING = frozenset({"vllm-engine-dead"})
+
+# torchelastic's ChildFailedError summary (`_FAILURE_FORMAT_TEMPLATE`): a failed rank's `traceback :` field holds the
+# traceback of its error file when the rank recorded one (`@record`), else a signal's or the docs' hint
+SUMMARY_TRACEBACK = lazy(r"^\s*traceback\s*: Traceback \(most recent call last\):")
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
 
@@ -142,9 +147,13 @@ def _telling(f: Finding, g: Finding) -> bool:
 
 def _names_root(f: Finding, g: Finding) -> bool:
     """Whether g may be the root a late victim f follows: a family's fault; of the failures no family explains,
-    a launcher's report of the worker that failed (scan/shapes.py), and after a dead Ray worker the error its
-    task raised or a fatal line of the worker's own (a C++ unhandled exception, a failed check: shapes.FAULTS)."""
+    a launcher's report of the worker that failed (scan/shapes.py), the traceback torchelastic's summary prints as
+    a failed rank's error (its `traceback :` field, read from the rank's error file: the exception the rank
+    raised), and after a dead Ray worker the error its task raised or a fatal line of the worker's own (a C++
+    unhandled exception, a failed check: shapes.FAULTS)."""
     if g.family != UNKNOWN:
+        return True
+    if g.block and SUMMARY_TRACEBACK.match(g.block[0]) and any(EXC_LINE.match(b.lstrip()) for b in g.block[1:]):
         return True
     return is_report(g) or (f.family == "ray-actor-died"
                              and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) or fault_line(b)
