@@ -446,3 +446,58 @@ def test_the_summarys_hint_with_no_traceback_leaves_the_stops_alone():
     text = CHILD_FAILED_RECORDED.split("  traceback : Traceback")[0] + "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
     res = Scanner(load_ledger(), signatures="regex").scan_text(text)
     assert first_root_family(res.findings) == "process-killed-by-signal"
+
+
+# a vLLM front end's report that its engine did not start points at a root above it (or printed late, below it)
+ENGINE_NOT_STARTED = """\
+(APIServer pid=106)     raise RuntimeError("Engine core initialization failed. "
+(APIServer pid=106) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+
+ENGINE_NOT_STARTED_ROOT_BELOW = """\
+(APIServer pid=2738423) INFO 08-26 08:36:20 [api_server.py:1805] vLLM API server version 0.10.1.1
+(APIServer pid=2738423) Traceback (most recent call last):
+(APIServer pid=2738423)   File "/usr/local/bin/vllm", line 10, in <module>
+(APIServer pid=2738423)     sys.exit(main())
+(APIServer pid=2738423)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/utils.py", line 777, in wait_for_engine_startup
+(APIServer pid=2738423)     raise RuntimeError("Engine core initialization failed. "
+(APIServer pid=2738423) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700] EngineCore failed to start.
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700] Traceback (most recent call last):
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 691, in run_engine_core
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700]     engine_core = EngineCoreProc(*args, **kwargs)
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 492, in __init__
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700]     super().__init__(vllm_config, executor_class, log_stats,
+(EngineCore_0 pid=2738693) ERROR 08-26 08:36:34 [core.py:700] ValueError: Unsupported model architecture: FooForCausalLM
+(EngineCore_0 pid=2738693) Process EngineCore_0:
+(EngineCore_0 pid=2738693) Traceback (most recent call last):
+(EngineCore_0 pid=2738693)   File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap
+(EngineCore_0 pid=2738693)     self.run()
+(EngineCore_0 pid=2738693)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 704, in run_engine_core
+(EngineCore_0 pid=2738693)     raise e
+(EngineCore_0 pid=2738693) ValueError: Unsupported model architecture: FooForCausalLM
+"""
+
+
+def test_an_engine_that_did_not_start_with_nothing_that_says_why_is_unknown(shipped):
+    res = shipped.scan_text(ENGINE_NOT_STARTED)
+    assert [(f.family, f.role) for f in res.findings] == [("unknown", "root")]
+    assert res.findings[0].evidence[-1].startswith("RuntimeError: Engine core initialization failed.")
+
+
+def test_an_engine_that_did_not_start_follows_the_engines_error_printed_below(shipped):
+    res = shipped.scan_text(ENGINE_NOT_STARTED_ROOT_BELOW)
+    assert first_root_family(res.findings) == "unknown"
+    dead = [f for f in res.findings if f.family == "vllm-engine-dead"]
+    assert len(dead) == 1 and dead[0].role == "secondary" and dead[0].root["line"] == 9
+
+
+def test_an_engine_that_did_not_start_follows_a_family_printed_below(shipped):
+    text = ENGINE_NOT_STARTED_ROOT_BELOW.replace("ValueError: Unsupported model architecture: FooForCausalLM",
+                                                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.38 GiB")
+    assert first_root_family(shipped.scan_text(text).findings) == "cuda-oom"
+
+
+def test_a_dead_engine_with_nothing_above_keeps_its_family(shipped):
+    text = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+    assert first_root_family(shipped.scan_text(text).findings) == "vllm-engine-dead"

@@ -18,17 +18,27 @@ exception is the failure, and when no family's pattern names it the block is `un
 A block whose only exception lines are the family's own (a bare `ActorDiedError`, an `EngineDeadError` whose root
 is in another process's log) keeps the family.
 
+A vLLM front end's word that its engine never started (`RuntimeError: Engine core initialization failed. See root
+cause above. Failed core proc(s): {}`, V0's `Engine process failed to start`) points at a root printed above it;
+when nothing above it (or below it, printed late) is a failure, the log does not say why the engine did not start:
+the failure is `unknown`, not a dead engine (vllm-engine-dead is what requests print once a running engine died).
+Such a finding is held back when it is published and decided when the source ends (`startup_report_only`).
+
 Likewise srun's `task N: Killed` lines after Slurm began ending a step or a job (`Terminating StepId=...`,
 `*** STEP ... CANCELLED AT ... ***`) are the teardown's kills, not host RAM running out (`teardown_kills`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from sigclass.ledger.signature import Signature
+from sigclass.records import Finding
 from sigclass.scan.shapes import RAY_RELAY, fault_line
 from sigclass.text.lazyre import lazy
+from sigclass.text.lines import fingerprint
+from sigclass.vocab import Method, Role, Status, UNKNOWN
 
 # an exception line of a program's own: `ValueError: ...`, `mod.sub.KeyError: ...`, `SomethingError` alone
 # (not a warning, not KeyboardInterrupt or SystemExit: those are stops, not causes)
@@ -88,3 +98,20 @@ def teardown_kills(sig: Signature, lines: list[str], matches: Callable[[object, 
     if not ev or not all(SRUN_KILLED.search(lines[i]) for i in ev):
         return False
     return any(SLURM_ENDING.search(ln) for ln in lines[:ev[0]])
+
+
+# the front end's report that the engine process never got ready (vLLM V1's `wait_for_engine_startup`, V0's RPC start)
+_STARTUP_REPORT = lazy(r"Engine core initialization failed|Engine process failed to start")
+UNEXPLAINED_TITLE = "Failure no signature explains"
+
+
+def startup_report_only(f: Finding) -> bool:
+    """Whether a vllm-engine-dead finding says only that the engine did not start (every line of its evidence)."""
+    return f.family == "vllm-engine-dead" and bool(f.evidence) and all(_STARTUP_REPORT.search(e) for e in f.evidence)
+
+
+def as_unknown(f: Finding) -> Finding:
+    """The finding as a failure no family explains: the same lines, its own fingerprint."""
+    return replace(f, family=UNKNOWN, title=UNEXPLAINED_TITLE, role=Role.ROOT, status=Status.UNKNOWN, confidence=0.0,
+                   method=Method.NONE, fingerprint=fingerprint([UNKNOWN, *f.evidence[-2:]]), mitigation="", probes=[],
+                   caveats=[], supersedes=[], superseded_by=[], root=None, family_role=Role.ROOT)

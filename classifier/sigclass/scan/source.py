@@ -15,7 +15,7 @@ from sigclass.scan.overtime import Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan import exitnoise
-from sigclass.scan.explained import own_cause, teardown_kills
+from sigclass.scan.explained import as_unknown, own_cause, startup_report_only, teardown_kills
 from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
@@ -174,7 +174,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.resolve_facts()
         held, self.held = self.held, []
         for f in held:
-            if exitnoise.work_finished({**self.facts.get("", {}), **self.facts.get(f.worker or "", {})}):
+            if startup_report_only(f):
+                self._out(as_unknown(f))
+            elif exitnoise.work_finished({**self.facts.get("", {}), **self.facts.get(f.worker or "", {})}):
                 self.quieted.append(f)
             else:
                 self._out(f)
@@ -533,8 +535,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             self.roots[f.worker] = (self.root_seq, f)
             self.last_root = f
         f.lines = [f.line] if not f.lines else f.lines
-        if f.role == Role.ROOT and exitnoise.monitor_only(f) and not self.findings:
-            self.held.append(f)  # the engine monitor at a normal exit, perhaps (scan.exitnoise): decided at the end
+        if f.role == Role.ROOT and (exitnoise.monitor_only(f) or startup_report_only(f)) and not self.findings:
+            # the engine monitor at a normal exit, perhaps (scan.exitnoise), or an engine that did not start with
+            # nothing above it that says why (scan.explained): decided at the end
+            self.held.append(f)
             return
         self._out(f)
 

@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
+from sigclass.scan.explained import startup_report_only
 from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.shapes import fault_line, is_report, RAY_RELAY
 from sigclass.scan.triggers import EXC_LINE
@@ -149,12 +150,14 @@ def _names_root(f: Finding, g: Finding) -> bool:
     """Whether g may be the root a late victim f follows: a family's fault; of the failures no family explains,
     a launcher's report of the worker that failed (scan/shapes.py), the traceback torchelastic's summary prints as
     a failed rank's error (its `traceback :` field, read from the rank's error file: the exception the rank
-    raised), and after a dead Ray worker the error its task raised or a fatal line of the worker's own (a C++
+    raised), after a vLLM front end's report that its engine did not start the exception the engine raised, and after a dead Ray worker the error its task raised or a fatal line of the worker's own (a C++
     unhandled exception, a failed check: shapes.FAULTS)."""
     if g.family != UNKNOWN:
         return True
     if g.block and SUMMARY_TRACEBACK.match(g.block[0]) and any(EXC_LINE.match(b.lstrip()) for b in g.block[1:]):
         return True
+    if startup_report_only(f) and any(EXC_LINE.match(b.lstrip()) for b in g.block):
+        return True  # the engine's own start-up error, printed after its front end's report that it did not start
     return is_report(g) or (f.family == "ray-actor-died"
                              and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) or fault_line(b)
                                      for b in g.block))
