@@ -181,7 +181,7 @@ def test_the_template_is_the_exception_the_block_raised_not_its_header():
     summary = ['  File "/usr/lib/torch/distributed/launcher/api.py", line 245, in launch_agent',
                "    raise ChildFailedError(", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
                "====", "train.py FAILED", "[1]:", "  exitcode  : -9 (pid: 239)"]
-    assert exception_key(summary)[1].endswith("ChildFailedError: | exitcode : <NUM>")
+    assert exception_key(summary)[1].endswith("ChildFailedError: | exitcode : -9")  # the code as printed: a kill
     assert exception_key(["Traceback (most recent call last):", '  File "/a.py", line 1, in f']) is None
 
 
@@ -203,3 +203,58 @@ def test_unknowns_that_raise_the_same_exception_group_together_whatever_their_he
     big = max(groups, key=lambda g: g.count)
     assert big.template.startswith("ValueError: Total number of attention heads (<NUM>)")
     assert {m.key_line for m in big.members} == {msg.format(32, 3), msg.format(40, 6)}
+
+
+CHILD_FAILED = """\
+  File "/usr/lib/torch/distributed/launcher/api.py", line 245, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:00
+  host      : node1
+  rank      : 1 (local_rank: 1)
+  exitcode  : {code} (pid: 239)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_launcher_summaries_and_cut_tracebacks_join_the_failure_their_source_shows(tmp_path: Path):
+    from sigclass.authoring.suggest import group_unknowns
+    from sigclass.ledger.pack import load_ledger
+
+    own = "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/x/t.py\", line 3, in main\n" \
+          "[rank1]:     n = total // steps\n[rank1]: ZeroDivisionError: integer division or modulo by zero\n"
+    cut = "[rank2]: Traceback (most recent call last):\n"
+    (tmp_path / "a.log").write_text(own + cut + "\n" + CHILD_FAILED.format(code=1))
+    (tmp_path / "b.log").write_text(CHILD_FAILED.format(code=1))
+    (tmp_path / "c.log").write_text(CHILD_FAILED.format(code=-6))
+    groups = group_unknowns([tmp_path / n for n in ("a.log", "b.log", "c.log")], load_ledger())
+    by_file = {}
+    for g in groups:
+        for m in g.members:
+            by_file.setdefault(Path(m.source).name, set()).add(g.template)
+    # a.log's cut traceback and its summary are the ZeroDivisionError's; b's summary alone is a group of its own,
+    # and c's (a SIGABRT, exit code -6) is not b's (exit code 1)
+    assert by_file["a.log"] == {"ZeroDivisionError: integer division or modulo by zero"}
+    assert by_file["b.log"] == {"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: | exitcode : 1"}
+    assert by_file["c.log"] == {"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: | exitcode : -6"}
+    assert sorted(g.count for g in groups) == [1, 1, 3]
+
+
+def test_a_fault_line_of_its_own_keeps_its_group_beside_the_sources_exception(tmp_path: Path):
+    from sigclass.authoring.suggest import group_unknowns
+    from sigclass.ledger.pack import load_ledger
+
+    own = "Traceback (most recent call last):\n  File \"/x/t.py\", line 3, in main\n    n = total // steps\n" \
+          "ZeroDivisionError: integer division or modulo by zero\n"
+    (tmp_path / "a.log").write_text("Failed: Cuda error /w/custom_all_reduce.cuh:164 'invalid argument'\n\n" + own)
+    groups = group_unknowns([tmp_path / "a.log"], load_ledger())
+    assert sorted(g.count for g in groups) == [1, 1]
+    assert any("ZeroDivisionError" in g.template for g in groups)
+    assert any(g.template.startswith("Failed: Cuda error") for g in groups)

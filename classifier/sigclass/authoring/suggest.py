@@ -15,6 +15,7 @@ line is not kept, and the reason is reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import hashlib
 from pathlib import Path
 import re
 from typing import Any, Iterable, Sequence
@@ -25,8 +26,8 @@ import yaml
 
 from sigclass.errors import InputError
 from sigclass.runs.layouts import identify, is_source, run_of
-from sigclass.authoring.template import exception_key
-from sigclass.text.lines import fingerprint, mask, MASKS
+from sigclass.authoring.template import exception_key, is_launcher_report, says_something
+from sigclass.text.lines import mask, MASKS
 from sigclass.vocab import Role, SignatureMode, Status
 
 MAX_KEY_CHARS = 200
@@ -124,11 +125,24 @@ def sources(paths: Iterable[str | Path]) -> list[tuple[Path, str, str | None]]:
     return out
 
 
+def _template_id(template: str) -> str:
+    """A group's id: a hash of its template as it is (already masked where a token varies; an exit code is kept)."""
+    return hashlib.sha1(template.encode("utf-8", "replace")).hexdigest()[:12]
+
+
 def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
     from sigclass.scan.scanner import Scanner
 
     scanner = Scanner(ledger, signatures=SignatureMode.REGEX)
     groups: dict[str, Group] = {}
+
+    def join(gid: str, template: str, member: Member) -> str:
+        g = groups.get(gid)
+        if g is None:
+            g = groups[gid] = Group(gid, template)
+        g.members.append(member)
+        return gid
+
     for f, run, pworker in sources(paths):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -136,17 +150,27 @@ def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
                 res = scanner.scan(str(f))
             except InputError:
                 continue
+        own: str | None = None  # the group of the source's first failure that says what it is
+        later: list[tuple[Member, str, str]] = []  # what only reports a failure, or says nothing: decided below
         for fd in res.findings:
             if fd.family != "unknown" or not fd.evidence:
                 continue
+            block = fd.block or fd.evidence
             # the exception the block raised tells failures apart; its header often does not
-            got = exception_key(fd.block or fd.evidence)
+            got = exception_key(block)
+            said = not is_launcher_report(got[1]) if got is not None else says_something(block)
             key_line, template = got if got else (fd.evidence[-1], " | ".join(mask(e) for e in fd.evidence[-2:]))
-            gid = fingerprint([template]) if got else fd.fingerprint
-            g = groups.get(gid)
-            if g is None:
-                g = groups[gid] = Group(gid, template)
-            g.members.append(Member(res.source, fd.line, run, fd.worker or pworker or str(f), key_line, list(fd.block)))
+            gid = _template_id(template) if got else fd.fingerprint
+            member = Member(res.source, fd.line, run, fd.worker or pworker or str(f), key_line, list(fd.block))
+            if said:
+                got_gid = join(gid, template, member)
+                own = own or got_gid
+            else:
+                later.append((member, gid, template))
+        # a launcher's summary of a failed child, or a traceback cut before it said anything, belongs to the failure
+        # the same source shows; alone, it is a group of its own
+        for member, gid, template in later:
+            join(own or gid, groups[own].template if own else template, member)
     return sorted(groups.values(), key=lambda g: (-len(g.runs), -len(g.workers), -g.count, g.template))
 
 

@@ -6,7 +6,12 @@ that tells them apart is the exception the block ends with: the last exception l
 chained traceback prints its causes first), its message masked with the shared masks. An exception
 with no message (a bare `AssertionError`, torchelastic's `ChildFailedError:` before its failure table)
 says little by itself, so the statement that raised it (the source line under the innermost frame) or
-the table's `exitcode` line is added to the template.
+the table's `exitcode` line is added to the template, its code as printed (1, an error the rank raised, and -6, a
+SIGABRT, are different failures).
+
+A block that raised no exception says something of its own when one of its lines is neither a traceback's header
+nor one of its frames or source lines (a fault line, a launcher's report); a traceback cut short before its
+exception line says nothing (`says_something`).
 """
 
 from __future__ import annotations
@@ -46,5 +51,22 @@ def exception_key(block: Sequence[str]) -> tuple[str, str] | None:
         before = next((x for x in reversed(lines[:at]) if x.strip() and not _RULE.match(x) and not _FRAME.match(x)), None)
         extra = after if after is not None else before
         if extra is not None:
-            template += " | " + mask(extra.split("(pid")[0] if after is not None else extra)
+            template += " | " + (" ".join(extra.split("(pid")[0].split()) if after is not None else mask(extra))
     return key, template
+
+
+def is_launcher_report(template: str) -> bool:
+    """Whether a template is a launcher's summary of a failed child (an exception with no message, then the
+    table's exit code): it reports a failure rather than being one."""
+    return " | exitcode : " in template
+
+
+def says_something(block: Sequence[str]) -> bool:
+    """Whether a block that raised no exception has a line of its own beyond a traceback's header and frames."""
+    for x in _bodies(block):
+        t = x.strip()
+        if not t or x[:1] in (" ", "\t") or _RULE.match(x) or t.startswith(("Traceback (most recent call last)",
+                                                                           "Original Traceback (most recent")):
+            continue
+        return True
+    return False
