@@ -18,8 +18,8 @@ exception is the failure, and when no family's pattern names it the block is `un
 A block whose only exception lines are the family's own (a bare `ActorDiedError`, an `EngineDeadError` whose root
 is in another process's log) keeps the family.
 
-A vLLM front end's word that its engine never started (`RuntimeError: Engine core initialization failed. See root
-cause above. Failed core proc(s): {}`, V0's `Engine process failed to start`) points at a root printed above it;
+A vLLM V1 front end's word that its engine never started (`RuntimeError: Engine core initialization failed. See root
+cause above. Failed core proc(s): {}`) points at a root printed above it;
 when nothing above it (or below it, printed late) is a failure, the log does not say why the engine did not start:
 the failure is `unknown`, not a dead engine (vllm-engine-dead is what requests print once a running engine died).
 Such a finding is held back when it is published and decided when the source ends (`startup_report_only`).
@@ -100,8 +100,8 @@ def teardown_kills(sig: Signature, lines: list[str], matches: Callable[[object, 
     return any(SLURM_ENDING.search(ln) for ln in lines[:ev[0]])
 
 
-# the front end's report that the engine process never got ready (vLLM V1's `wait_for_engine_startup`, V0's RPC start)
-_STARTUP_REPORT = lazy(r"Engine core initialization failed|Engine process failed to start")
+# the V1 front end's report that the engine process never got ready (`wait_for_engine_startup`)
+_STARTUP_REPORT = lazy(r"Engine core initialization failed")
 UNEXPLAINED_TITLE = "Failure no signature explains"
 
 
