@@ -10,6 +10,9 @@ exception is the failure, and when no family's pattern names it the block is `un
 - a fault line printed without a Python exception (shapes.FAULTS: a CUDA check macro's `Failed: Cuda error
   f.cuh:164 'invalid argument'`, a failed `Check failed:`, a C++ `terminate called`) above the family's first line of
   evidence is the cause likewise: vLLM's EngineCore then says `Worker proc VllmWorker-0 died unexpectedly`;
+- the family's line printed into a traceback already under way (the traceback's header above it, the line itself
+  neither a frame nor an exception line: another process's `Received SIGTERM` between the frames of a rank's
+  traceback) gives way to that traceback's exception below it;
 - Ray relays a remote task's or an actor constructor's exception inside its own message:
   `ActorDiedError: The actor died because of an error raised in its creation task, ray::A.__init__() (...)` or
   `RayTaskError(ValueError): ray::f() (...)`, then the remote traceback and its exception line; an exception line
@@ -48,6 +51,8 @@ OWN_EXCEPTION = lazy(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\[[^\]]*
 # and a launcher's report that a child ended (torchelastic's summary, whose exit code lines say how)
 _NOT_CAUSES = ("CancelledError", "ChildFailedError")
 
+_TRACEBACK = "Traceback (most recent call last)"
+
 # Ray's line that relays a remote exception inside its own message
 _RELAYS = lazy(r"error raised in its creation task|" + RAY_RELAY.pattern.lstrip("^"))
 
@@ -63,16 +68,23 @@ def own_cause(sig: Signature, lines: list[str], matches: Callable[[object, str],
             break
     if first is None:
         return False
+    # the family's line printed into a traceback already under way (another process's line between its frames):
+    # the traceback's exception below it is the failure
+    lead = lines[first]
+    interleaved = (not lead[:1].isspace() and not OWN_EXCEPTION.match(lead) and _TRACEBACK not in lead
+                   and any(_TRACEBACK in x for x in lines[:first]))
     relayed = False
     for i, ln in enumerate(lines):
         if i >= first and _RELAYS.search(ln) is not None:
             relayed = True  # the lines below it are the remote exception's
+        if i > first and _TRACEBACK in ln:
+            interleaved = False  # a traceback of its own below the family's line: not the one it was printed into
         s = ln.lstrip()
         if i < first and fault_line(s) and not any(matches(p, ln) for p in sig.any):
             return True
         if i == first or not OWN_EXCEPTION.match(s) or any(c in s.split(":", 1)[0] for c in _NOT_CAUSES):
             continue
-        if (i < first or relayed) and not any(matches(p, ln) for p in sig.any):
+        if (i < first or relayed or interleaved) and not any(matches(p, ln) for p in sig.any):
             return True
     return False
 
