@@ -501,3 +501,68 @@ def test_an_engine_that_did_not_start_follows_a_family_printed_below(shipped):
 def test_a_dead_engine_with_nothing_above_keeps_its_family(shipped):
     text = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
     assert first_root_family(shipped.scan_text(text).findings) == "vllm-engine-dead"
+
+
+# another process's line printed into a traceback already under way: the traceback's exception is the failure
+INTERLEAVED_STOP = """\
+Traceback (most recent call last):
+  File "/workspace/train.py", line 88, in <module>
+    main()
+  File "/workspace/train.py", line 61, in main
+    loss = criterion(out, labels)
+Received SIGTERM, exiting
+    return F.cross_entropy(input, target, weight=self.weight,
+ValueError: Expected input batch_size (16) to match target batch_size (32).
+"""
+
+# the stop first, then the traceback it caused
+STOP_THEN_TRACEBACK = """\
+Received SIGTERM, exiting
+Traceback (most recent call last):
+  File "/workspace/train.py", line 88, in <module>
+    main()
+  File "/usr/lib/python3/site-packages/torch/utils/data/dataloader.py", line 1133, in _try_get_data
+    raise RuntimeError(f'DataLoader worker (pid(s) {pids_str}) exited unexpectedly') from e
+RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly
+"""
+
+
+def test_a_stop_printed_into_a_traceback_under_way_gives_way_to_its_exception(shipped):
+    res = shipped.scan_text(INTERLEAVED_STOP)
+    assert [f.family for f in res.findings] == ["unknown"]
+    assert res.findings[0].evidence[-1].startswith("ValueError: Expected input batch_size")
+
+
+def test_a_stop_printed_before_the_traceback_keeps_its_family(shipped):
+    assert first_root_family(shipped.scan_text(STOP_THEN_TRACEBACK).findings) == "process-killed-by-signal"
+
+
+# Ray's own word that the actor's code raised: the actor did not die of anything outside it
+RAY_USER_ERROR = """\
+Traceback (most recent call last):
+  File "/home/u/run.py", line 20, in <module>
+    ray.get(actor.ping.remote())
+ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+\tclass_name: Trainer
+\tactor_id: 7c1d5b1e0a
+\tpid: 4242
+The actor is dead because its worker process has died. Worker exit type: USER_ERROR Worker exit detail: Worker exits because there was an exception in the initialization method (e.g., __init__). Fix the exceptions from the initialization to resolve the issue.
+"""
+
+
+@pytest.mark.parametrize("mode", ["regex", "both", "learned"])
+def test_an_actor_whose_code_raised_is_unknown_with_learned_signatures_too(mode):
+    """The ledger's `none` patterns rule a family out of a learned guess as well as out of its own patterns."""
+    from sigclass.scan.factory import build_scanner
+
+    res = build_scanner(load_ledger(), mode).scan_text(RAY_USER_ERROR)
+    assert [f.family for f in res.findings] == ["unknown"]
+
+
+def test_an_actor_whose_process_died_stays_a_dead_actor():
+    from sigclass.scan.factory import build_scanner
+
+    text = RAY_USER_ERROR.split("The actor is dead")[0] + "The actor is dead because its worker process has died. " \
+        "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.\n"
+    for mode in ("regex", "both"):
+        assert first_root_family(build_scanner(load_ledger(), mode).scan_text(text).findings) == "ray-actor-died"
