@@ -566,3 +566,32 @@ def test_an_actor_whose_process_died_stays_a_dead_actor():
         "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2.\n"
     for mode in ("regex", "both"):
         assert first_root_family(build_scanner(load_ledger(), mode).scan_text(text).findings) == "ray-actor-died"
+
+
+# a logger's warning that the program goes on without an optional package, with the ImportError it caught below
+WARNED_IMPORT = """\
+WARNING  A matching Triton is not available, some optimizations will not be enabled   __init__.py:61
+Traceback (most recent call last):
+  File "C:\\venv\\Lib\\site-packages\\xformers\\__init__.py", line 57, in _is_triton_available
+    import triton  # noqa
+ModuleNotFoundError: No module named 'triton'
+"""
+
+
+@pytest.mark.parametrize("warning", [
+    "WARNING  A matching Triton is not available, some optimizations will not be enabled   __init__.py:61",
+    "2024-05-01 10:00:00,000 - accel - WARNING - fused kernels not available, falling back to the eager path",
+])
+def test_an_import_a_warning_says_the_run_goes_on_without_is_no_failure(shipped, warning):
+    text = WARNED_IMPORT.replace(WARNED_IMPORT.split("\n")[0], warning).replace("_is_triton_available", "probe")
+    assert shipped.scan_text(text).findings == []
+
+
+def test_the_same_import_with_no_warning_above_is_an_import_error(shipped):
+    text = WARNED_IMPORT.split("\n", 1)[1].replace("_is_triton_available", "probe")
+    assert first_root_family(shipped.scan_text(text).findings) == "import-error"
+
+
+def test_a_warning_above_another_exception_does_not_hide_it(shipped):
+    text = WARNED_IMPORT.replace("ModuleNotFoundError: No module named 'triton'", "ValueError: bad block size 7")
+    assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]

@@ -20,8 +20,8 @@ from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT, G_SHAPE,
-    GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET,
+    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
+    G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import,
     IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
@@ -283,21 +283,25 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 blk.start = blk.lines[0][0]
                 blk.shaped = blk.shaped or G_EXC in pids
             else:
-                blk.ignored = self._ignored_above(buf, ls, ln)
+                blk.ignored, blk.warned = self._ignored_above(buf, ls, ln)
         else:
-            blk.ignored = self._ignored_above(buf, ls, ln)
+            blk.ignored, blk.warned = self._ignored_above(buf, ls, ln)
         blk.lines.append((lineno, ln))
         blk.line_pids.append(pids)
         self.open[ln.stream] = blk
 
-    def _ignored_above(self, buf: bytes, ls: int, ln: Line) -> bool:
+    def _ignored_above(self, buf: bytes, ls: int, ln: Line) -> tuple[bool, bool]:
         """Whether the line above a failure's first line, of the same stream, is CPython's word that the
-        exception was ignored (triggers.IGNORED)."""
+        exception was ignored (triggers.IGNORED), and whether it is a warning that the program goes on without
+        something (triggers.FALLBACK_WARNING: a logger's warning with the caught exception's traceback below)."""
         if ls - 1 <= self._lo:
-            return False
+            return False, False
         start = max(buf.rfind(b"\n", self._lo, ls - 1) + 1, self._lo)
         prev = self._split.get(start) or split_line(buf[start:ls - 1].decode("utf-8", "replace"))
-        return prev.stream == ln.stream and IGNORED.match(prev.body.lstrip()) is not None
+        if prev.stream != ln.stream:
+            return False, False
+        body = prev.body.lstrip()
+        return IGNORED.match(body) is not None, "WARN" in body and FALLBACK_WARNING.search(body) is not None
 
     def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
         out: list[tuple[int, Line, set[int] | None]] = []
@@ -425,6 +429,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                                          blk.line_pids)
         if res is None and blk.ignored:
             return  # an exception CPython says it ignored (a finalizer's, an exit function's): no failure of the run
+        if blk.warned and (res is None or res[0].id == "import-error") and caught_import(bodies):
+            return  # an optional import that failed, logged under the warning that the program goes on without it
         end_line = blk.lines[-1][0]
         unit = blk.unit
         if res is not None:

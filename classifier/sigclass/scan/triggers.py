@@ -74,6 +74,21 @@ SHELL_STOP = lazy(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]
 # deallocator ...`, `Exception ignored in atexit callback ...`), `Error in atexit._run_exitfuncs:` (before 3.13)
 IGNORED = lazy(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
 
+# a logger's warning that the program goes on without something (xformers: `A matching Triton is not available, some
+# optimizations will not be enabled`, logged with the ImportError it caught as exc_info)
+FALLBACK_WARNING = lazy(r"\bWARN(?:ING)?\b.*(?:\bnot available\b|\bunavailable\b|will not be (?:enabled|used)"
+                        r"|falling back|fall back to|\bdisabled\b)")
+_IMPORT_EXC = lazy(r"(?:[A-Za-z_]\w*\.)*(?:ModuleNotFoundError|ImportError)(?::|$)")
+
+
+def caught_import(bodies: list[str]) -> bool:
+    """Whether a block's last exception line is an ImportError (or ModuleNotFoundError)."""
+    for b in reversed(bodies):
+        s = b.strip()
+        if s and not b[:1].isspace() and EXC_LINE.match(s):
+            return _IMPORT_EXC.match(s) is not None
+    return False
+
 
 CPP_CONT = lazy(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
