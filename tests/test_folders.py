@@ -47,3 +47,42 @@ def test_an_empty_override_means_the_default(env, tmp_path: Path):
     env.setenv(DATA_ENV, "")
     assert cache_dir() is not None and cache_dir().name == "sigclass"
     assert data_dir().name == "sigclass"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the XDG folders are the Linux convention")
+@pytest.mark.parametrize("xdg", [None, "", "relative/dir", "/abs/xdg", "/abs/xdg/", "~/tilde"])
+@pytest.mark.parametrize("home", [None, "", "relative-home", "/", "/home/u", "/home/u/"])
+def test_the_folders_are_what_platformdirs_gives(env, xdg, home):
+    """The folders are found without importing platformdirs where its answer is plain; the same answer."""
+    import platformdirs
+
+    for name, value in (("HOME", home), ("XDG_CACHE_HOME", xdg), ("XDG_DATA_HOME", xdg)):
+        if value is None:
+            env.delenv(name, raising=False)
+        else:
+            env.setenv(name, value)
+    try:
+        want = (platformdirs.user_cache_dir("sigclass", appauthor=False),
+                platformdirs.user_data_dir("sigclass", appauthor=False))
+    except RuntimeError:
+        want = None  # platformdirs finds no home: neither may a guess
+    if want is None:
+        with pytest.raises(RuntimeError):
+            cache_dir()
+        return
+    assert (cache_dir(), data_dir()) == (Path(want[0]), Path(want[1]))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the XDG folders are the Linux convention")
+def test_a_scan_of_a_small_log_does_not_import_platformdirs(tmp_path: Path):
+    import subprocess
+
+    log = tmp_path / "small.log"
+    log.write_text("INFO 03-23 11:14:05 [api_server.py:1] started\nstep 1 loss 2.0\n", encoding="utf-8")
+    code = ("import sys; from sigclass.cli.app import main; sys.argv = ['sigclass', 'scan', sys.argv[1]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write('platformdirs' in sys.modules and 'IMPORTED' or 'not imported')")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in (CACHE_ENV, DATA_ENV)}
+    env["HOME"] = str(tmp_path / "home")
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.stderr.strip().endswith("not imported"), out.stderr

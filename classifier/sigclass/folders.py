@@ -9,6 +9,8 @@ $SIGCLASS_CACHE_DIR and $SIGCLASS_DATA_DIR override them.
 from __future__ import annotations
 
 import os
+import posixpath
+import sys
 from pathlib import Path
 
 CACHE_ENV = "SIGCLASS_CACHE_DIR"
@@ -24,9 +26,7 @@ def cache_dir() -> Path | None:
         return None
     if env:
         return Path(env)
-    import platformdirs  # here, not at import: only a scan that caches needs it
-
-    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+    return Path(_user_dir("XDG_CACHE_HOME", "~/.cache") or _platformdirs().user_cache_dir(APP, appauthor=False))
 
 
 def data_dir() -> Path:
@@ -34,9 +34,28 @@ def data_dir() -> Path:
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
-    import platformdirs
+    return Path(_user_dir("XDG_DATA_HOME", "~/.local/share") or _platformdirs().user_data_dir(APP, appauthor=False))
 
-    return Path(platformdirs.user_data_dir(APP, appauthor=False))
+
+def _user_dir(xdg: str, default: str) -> str | None:
+    """What platformdirs gives for a per-user folder on Linux in the plain case (an absolute $XDG_... variable,
+    else under an absolute $HOME), without importing it (it imports tempfile and shutil: ~6 ms of every
+    command's start-up); None anywhere else (another platform, Android, no usable HOME), where platformdirs
+    decides."""
+    if sys.platform != "linux" or hasattr(sys, "getandroidapilevel") or "ANDROID_DATA" in os.environ:
+        return None
+    base = os.environ.get(xdg, "")
+    if not posixpath.isabs(base):
+        if not posixpath.isabs(os.environ.get("HOME", "")):
+            return None
+        base = os.path.expanduser(default)
+    return os.path.join(base, APP)
+
+
+def _platformdirs():
+    import platformdirs  # here, not at import: most commands never get here
+
+    return platformdirs
 
 
 def user_ledger_dir() -> Path:
