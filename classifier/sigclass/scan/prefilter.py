@@ -138,7 +138,12 @@ def by_line(ends: list[tuple[int, int]], nl, out: dict[int, set[int]]) -> None:
     i = nl.searchsorted(at)  # newlines before it
     starts = np.where(i > 0, nl[np.maximum(i - 1, 0)] + 1, 0)
     mask = (1 << _PID_BITS) - 1
-    for key in np.unique((starts << _PID_BITS) | a[:, 1]).tolist():
+    keys = np.sort((starts << _PID_BITS) | a[:, 1])
+    if len(keys) > 1:
+        # the distinct keys, in order: what np.unique gives, without its hash table (numpy 2.3+: ~10x slower
+        # here) and without importing numpy.ma (~15 ms), which it does to look for a mask
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    for key in keys.tolist():
         out[key >> _PID_BITS].add(key & mask)
 
 

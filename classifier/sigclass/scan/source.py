@@ -213,10 +213,12 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if self.sc.over_time:
                 self.over_time.hit(pids, ln, lineno, self._cur_time, Where(buf, ls, le, self._lo, self._serial))
         # expire blocks of other streams that have been quiet for too long
-        for stream, blk in list(self.open.items()):
-            if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):
-                self._close(stream)
-        blk = self.open.get(ln.stream)
+        op = self.open
+        if len(op) > 1 or (op and ln.stream not in op):
+            for stream, blk in list(op.items()):
+                if stream != ln.stream and lineno - blk.last > (GAP_LINES if blk.phase == "frames" else GAP_AFTER_EXC):
+                    self._close(stream)
+        blk = op.get(ln.stream)
         if blk is not None:
             if self._continues(blk, ln, pids):
                 blk.lines.append((lineno, ln))

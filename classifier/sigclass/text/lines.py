@@ -209,8 +209,9 @@ def header_tag(header: str) -> str:
 
 def parse_time(text: str, year: int | None = None) -> str | None:
     """The first timestamp in a line as ISO-8601 UTC, or None."""
-    if not _HMS.search(text):
-        return None  # every timestamp form has its hh:mm:ss
+    c = text.find(":")
+    if c < 0 or text.find(":", c + 1) < 0 or not _HMS.search(text):
+        return None  # every timestamp form has its hh:mm:ss (two colons: a substring test before the search)
     for kind, rx in _TS_PATTERNS:
         m = rx.search(text)
         if not m:
