@@ -74,3 +74,35 @@ def test_fp16_warm_up_forms_followed_by_finite_losses_are_no_finding(scanner):
     }
     for name, lines in warm_ups.items():
         assert not scanner.scan_text(_then_finite(lines)).findings, name
+
+
+# a start-up warning the ledger names (an extension built without GPU support), then the model load goes on and the
+# process is killed: the kill ended it
+WARNED_THEN_KILLED = (
+    "/env/lib/python3.10/site-packages/bitsandbytes/cextension.py:34: UserWarning: The installed version of "
+    "bitsandbytes was compiled without GPU support.\n"
+    '  warn("The installed version of bitsandbytes was compiled without GPU support. "\n'
+    "/env/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n"
+    "INFO:Loading llama-13b...\n"
+    "Loading checkpoint shards:   0%|          | 0/3 [00:00<?, ?it/s]\n"
+    "Killed\n"
+)
+
+
+def test_a_warning_the_process_went_on_past_gives_way_to_the_kill(scanner):
+    res = scanner.scan_text(WARNED_THEN_KILLED)
+    assert [(f.family, str(f.status)) for f in res.findings] == [("cuda-env-mismatch", "recovered"),
+                                                                  ("host-oom-killed", "active")]
+    assert res.verdict.cause.family == "host-oom-killed"
+    from sigclass.authoring.examples import first_root_family
+
+    assert first_root_family(res.findings) == "host-oom-killed"  # what the scorers and ledger examples read
+
+
+def test_an_error_or_a_warning_the_kill_follows_at_once_stays_the_cause(scanner):
+    # the same line as an error, not a warning: it is what failed
+    error = WARNED_THEN_KILLED.replace("UserWarning", "RuntimeError").replace('  warn("', '  raise RuntimeError("')
+    assert _statuses(scanner, error)[0] == ("cuda-env-mismatch", "active")
+    # nothing printed between the warning and the kill: nothing says the process went on past it
+    at_once = "".join(x for x in WARNED_THEN_KILLED.splitlines(True) if "Loading" not in x)
+    assert _statuses(scanner, at_once)[0] == ("cuda-env-mismatch", "active")

@@ -42,8 +42,10 @@ def parse_examples(path: str | Path) -> list[Example]:
 
 
 def first_root_family(findings) -> str | None:
+    """The family of the first finding that is a failure of the run: not a victim of another, and not an error
+    the run went on past (`recovered`)."""
     for f in findings:
-        if f.role != "secondary":
+        if f.role != "secondary" and f.status != "recovered":
             return f.family
     return None
 

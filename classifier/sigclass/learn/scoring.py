@@ -36,8 +36,9 @@ def score(scanner, root: str | Path, *, split: str = "all") -> list[Scored]:
         res = scanner.scan(str(path))
         got = first_root_family(res.findings)
         if label == "clean":
-            ok = not res.findings
-            got = got if res.findings else None
+            failures = [f for f in res.findings if f.status != "recovered"]  # what the run went on past is none
+            ok = not failures
+            got = got if failures else None
         else:
             ok = got == label
         rows.append(Scored(str(path), label, got, ok))

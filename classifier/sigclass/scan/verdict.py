@@ -13,6 +13,9 @@
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
   value (one `loss=nan` step that a loss scaler skipped) after which the worker's steps go on.
+- Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line; no error line)
+  after which the same process printed more and was then killed for memory is `recovered` too: the process
+  went on past the warning, and the kill is what ended it.
 
 Nothing already printed is withdrawn: on a live pipe these verdicts reach the final summary and the
 structured outputs, which are written at the end.
@@ -48,6 +51,13 @@ LATE_ONLY_IF_TELLING = frozenset({"vllm-engine-dead"})
 SUMMARY_TRACEBACK = lazy(r"^\s*traceback\s*: Traceback \(most recent call last\):")
 
 RECOVERED_AFTER = 2  # progress lines of the same worker after an error that make it recovered
+
+# a line of a warning: Python's warnings (`cextension.py:34: UserWarning: ...` and the source line under it),
+# a logger's WARNING level, glog's W lines (`W0614 10:11:12.123456 ...`)
+_WARNING = lazy(r"(?:^|[^A-Za-z])[A-Z][A-Za-z]*Warning: |^\s+(?:warnings\.)?warn\(|(?<![A-Za-z])WARNING(?![A-Za-z])"
+                r"|^W\d{4} \d\d:\d\d:\d\d")
+# the families of a kill that ends a process from outside (what a warning's process died of, not what it warned of)
+_KILLS = frozenset({"host-oom-killed"})
 
 # a NaN/inf value standing alone in a report line (`loss=nan`, `Loss: -inf`, `"loss": NaN`)
 _NONFINITE = lazy(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
@@ -86,6 +96,7 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
     _supersedes(findings, ledger)
     _late_roots(findings)
     _recovered(findings, progress_after)
+    _outlived(findings)
 
 
 def recurrence(seen: dict[tuple, list], f: Finding) -> None:
@@ -179,4 +190,21 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:
+            f.status = Status.RECOVERED
+
+
+def _outlived(findings: list[Finding]) -> None:
+    """A warning the process went on past (more lines after its block) before a kill ended it is `recovered`."""
+    kills = [g for g in findings if g.family in _KILLS and g.role != Role.SECONDARY]
+    if not kills:
+        return
+    for f in findings:
+        if f.family in _KILLS or f.role == Role.SECONDARY or f.status == Status.RECOVERED or not f.block:
+            continue
+        if f.facts.get("over_time_rule") or _error_end(f) is not None:
+            continue  # what a run does over time, or an error: no warning
+        if not any(_WARNING.search(b) for b in f.block):
+            continue
+        end = max(f.line, f.end_line)
+        if any(g.worker == f.worker and g.line > end + 1 for g in kills):
             f.status = Status.RECOVERED
