@@ -48,6 +48,14 @@ def _sig(rules: str):
     ("  - kind: stall\n    progress: 'iteration [0-9]+'\n", "needs alive"),
     ("  - kind: rate\n    pattern: 'loading file x'\n    per: 'got prompt'\n    speed: 3\n", "unknown key 'speed'"),
     ("  kind: metric\n", "must be a list of rules"),
+    ("  - kind: storm\n    pattern: 'reducing to (?P<value>[0-9.]+)'\n    min_count: 5\n    when: nan\n",
+     "a storm's when is at_most, at_least or fallen"),
+    ("  - kind: storm\n    pattern: 'Skipping step'\n    min_count: 5\n    step: 'iteration (?P<value>[0-9]+)'\n",
+     "step (the step lines to read) and min_step"),
+    ("  - kind: storm\n    pattern: 'Skipping step'\n    min_count: 5\n    step: 'iteration ([0-9]+)'\n"
+     "    min_step: 1000\n", "needs a (?P<value>...) group"),
+    ("  - kind: storm\n    pattern: 'Skipping step'\n    min_count: 5\n    step: 'iteration (?P<value>[0-9]+)'\n"
+     "    min_step: -1\n", "min_step must be a positive number"),
 ])
 def test_bad_over_time_rules_name_the_file_line_and_the_fix(rules, message):
     with pytest.raises(SignatureError) as exc:
@@ -254,3 +262,41 @@ def test_value_group_is_read_from_the_pattern_text(source, has):
         assert not has
     else:
         assert ("value" in compiled.groupindex) is has
+
+
+
+# an fp16 overflow storm that halves the loss scale to a 32nd of where it held, with the trainer's step lines around it
+def _overflow_storm(step: int) -> str:
+    out, scale = [], 262144.0
+    for k in range(6):
+        out.append(f" iteration {step + k:>8}/  300000 | lm loss: 2.31E+00 | loss scale: {scale:.1f} | grad norm: 1.2 |")
+        out.append(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale:.1f}, reducing to {scale / 2:.1f}")
+        scale /= 2
+    return "\n".join(out) + "\n"
+
+
+def test_a_storm_fires_only_past_its_min_step_read_from_the_step_lines_above_it(scanner):
+    rule = "storm deepspeed-overflow-storm-mid-run"
+    fired = lambda text: [f.facts.get("over_time_rule") for f in scanner.scan_text(text).findings]  # noqa: E731
+    assert rule in fired(_overflow_storm(40000))
+    assert rule not in fired(_overflow_storm(12))  # the first steps: fp16 calibrating its scale
+    no_steps = "".join(x + "\n" for x in _overflow_storm(40000).splitlines() if "iteration" not in x)
+    assert rule not in fired(no_steps)  # no step line says how far the run is: it may be the warm-up
+    # a step line of another rank does not say how far this rank is
+    other = _overflow_storm(40000).replace(" iteration", "[rank1]: iteration").replace("[deepspeed]", "[rank0]: [deepspeed]")
+    assert rule not in fired(other)
+
+
+def test_a_storm_that_does_not_fall_far_from_where_it_started_is_no_finding(scanner):
+    # five overflows, each back where the run held (the scale raised and lowered again): no fall
+    text = "".join(f" iteration {40000 + k:>8}/  300000 | lm loss: 2.31E+00 | loss scale: 131072.0 |\n"
+                   f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 262144.0, reducing to 131072.0\n"
+                   for k in range(8))
+    assert not [f for f in scanner.scan_text(text).findings if f.family == "nan-loss"]
+
+
+def test_fallen_is_at_or_under_a_factor_below_the_running_median():
+    sig = _sig("  - kind: metric\n    pattern: 'scale: (?P<value>[0-9.]+)'\n    when: fallen\n    factor: 4\n")
+    rule = sig.over_time[0]
+    assert rule.met(1.0, [4.0, 4.0, 8.0]) and rule.met(0.5, [4.0])
+    assert not rule.met(1.5, [4.0, 4.0]) and not rule.met(1.0, []) and not rule.met(float("nan"), [4.0])

@@ -5,7 +5,8 @@ Four kinds (docs/ledger.md has the reference):
 - metric: a value read from step lines (`pattern` with a `(?P<value>...)` group) meets a condition
   (`when`: nan, inf, nonfinite, spike, at_most, at_least) for `steps` consecutive steps;
 - storm: `min_count` lines of `pattern` in a run (no more than `window` lines apart), optionally
-  ending with a value at or under `limit` (a loss scale at its minimum);
+  ending with a value at or under `limit` (a loss scale at its minimum) or `fallen` to 1/`factor` of the
+  run's first value, and optionally only past step `min_step` (read from the `step` lines above it);
 - stall: progress lines (`progress`) stop while the process lives (`alive` lines go on, `min_count`
   of them), or a silence of `gap` times the usual progress interval is ended by a kill (`ended_by`);
 - rate: a load line (`pattern`) repeated per request or item (`per`): at least `min_count` loads and
@@ -23,12 +24,12 @@ from sigclass.ledger.patterns import Collector, compile_pattern, KNOWN_VALID, Pa
 
 KINDS = ("metric", "storm", "stall", "rate")
 
-CONDITIONS = ("nan", "inf", "nonfinite", "spike", "at_most", "at_least")
+CONDITIONS = ("nan", "inf", "nonfinite", "spike", "fallen", "at_most", "at_least")
 
 # which keys each kind takes (besides kind, name, note) and which it needs
 _KEYS: dict[str, tuple[set[str], set[str]]] = {
     "metric": ({"pattern", "when", "limit", "factor", "steps", "where"}, {"pattern", "when"}),
-    "storm": ({"pattern", "min_count", "window", "when", "limit"}, {"pattern", "min_count"}),
+    "storm": ({"pattern", "min_count", "window", "when", "limit", "factor", "step", "min_step"}, {"pattern", "min_count"}),
     "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds"}, {"progress"}),
     "rate": ({"pattern", "per", "min_count", "ratio", "window"}, {"pattern", "per"}),
 }
@@ -52,6 +53,8 @@ class TimeRule:
     min_count: int = 1
     window: int = 0  # storm: lines between storm lines (default 50); rate: lines between loads (default 1000)
     per: Pattern | None = None  # rate: one line per request or item served
+    step: Pattern | None = None  # storm: a step line (its number in `value`), read above the storm, never a trigger
+    min_step: float = 0.0  # storm: fires only past this step (a storm in the first steps is fp16 warm-up)
     ratio: float = 0.5
     progress: Pattern | None = None  # stall
     alive: Pattern | None = None
@@ -63,7 +66,7 @@ class TimeRule:
     def lines(self) -> list[tuple[str, Pattern]]:
         """The rule's line patterns with their role, for the prefilter and lint."""
         out = []
-        for role in ("pattern", "per", "progress", "alive", "ended_by"):
+        for role in ("pattern", "per", "progress", "alive", "ended_by", "step"):
             p = getattr(self, role)
             if p is not None:
                 out.append((role, p))
@@ -84,11 +87,13 @@ class TimeRule:
             return self.limit is not None and value <= self.limit
         if w == "at_least":
             return self.limit is not None and value >= self.limit
-        if w == "spike":
+        if w in ("spike", "fallen"):
             finite = sorted(v for v in history[-20:] if v == v and abs(v) != float("inf"))
             if not finite:
                 return False
             med = finite[len(finite) // 2]
+            if w == "fallen":  # at or under 1/factor of the running median (a storm: of the run's first value)
+                return med > 0 and value * self.factor <= med
             return med > 0 and value > self.factor * med
         return False
 
@@ -140,7 +145,7 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
             errs.add(where, f"a {kind} rule needs {key}")
             bad = True
         fields: dict[str, Any] = {"name": str(item.get("name") or f"{kind}-{i + 1}"), "note": str(item.get("note") or "")}
-        for key in ("pattern", "where", "per", "progress", "alive", "ended_by"):
+        for key in ("pattern", "where", "per", "progress", "alive", "ended_by", "step"):
             src = item.get(key)
             if src is None:
                 continue
@@ -162,8 +167,12 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
         if when in ("at_most", "at_least") and not _num(item.get("limit")):
             errs.add(at("over_time", i, "when"), f"when: {when} needs a numeric limit")
             bad = True
-        if kind == "storm" and when not in (None, "at_most", "at_least"):
-            errs.add(at("over_time", i, "when"), "a storm's when is at_most or at_least (the value its run ends with)")
+        if kind == "storm" and when not in (None, "at_most", "at_least", "fallen"):
+            errs.add(at("over_time", i, "when"), "a storm's when is at_most, at_least or fallen (the value its run ends "
+                                                 "with, or how far it fell from the run's first)")
+            bad = True
+        if ("step" in item) != ("min_step" in item):
+            errs.add(where, "step (the step lines to read) and min_step (the step a storm must be past) go together")
             bad = True
         for key, lo in (("steps", 1), ("min_count", 1), ("window", 1)):
             if key in item:
@@ -173,15 +182,15 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
                     bad = True
                 else:
                     fields[key] = v
-        for key in ("limit", "factor", "ratio", "gap", "min_seconds"):
+        for key in ("limit", "factor", "ratio", "gap", "min_seconds", "min_step"):
             if key in item:
                 v = item[key]
-                if not _num(v) or (key != "limit" and v <= 0):
+                if not _num(v) or (key not in ("limit", "min_step") and v <= 0) or (key == "min_step" and v < 0):
                     errs.add(at("over_time", i, key), f"{key} must be a {'number' if key == 'limit' else 'positive number'}")
                     bad = True
                 else:
                     fields[key] = float(v)
-        for key in ("pattern",) if kind in ("metric",) or (kind == "storm" and when) else ():
+        for key in ("pattern", "step") if kind in ("metric",) or (kind == "storm" and when) else ("step",):
             p = fields.get(key)
             # read from the pattern's text, not a compiled pattern: loading the ledger compiles no rule pattern
             if p is not None and not _VALUE_GROUP.search(p.source):

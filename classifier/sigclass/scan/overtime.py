@@ -172,6 +172,8 @@ class OverTime:
                         self.by_pid.setdefault(tid, []).append((rule, role))
         # each metric's value pattern for reading a stretch of lines (gap checks, running medians)
         self.stretch = {id(r): region_rx(r.pattern.source) for r in self.rules if r.kind == "metric"}
+        # ... and each storm's step pattern, for the step above a storm (`min_step`)
+        self.step_rx = {id(r): region_rx(r.step.source) for r in self.rules if r.step is not None}
         self.trigger: dict[int, object] = {}
         for pid_, entries in self.by_pid.items():
             rule, role = entries[0]
@@ -189,7 +191,8 @@ class OverTime:
             if rule.when in ("nan", "inf", "nonfinite") and nonfinite_form(rule.pattern.source):
                 return [("nonfinite", nonfinite_form(rule.pattern.source))]
             return [("pattern", rule.pattern.source)]
-        return [(role, p.source) for role, p in rule.lines()]
+        # a storm's step lines are read from the block above it when it would fire, never handed over one by one
+        return [(role, p.source) for role, p in rule.lines() if role != "step"]
 
     @staticmethod
     def _trigger_pattern(rule: TimeRule, role: str):
@@ -228,6 +231,7 @@ class Seen:
 @dataclass
 class RuleState:
     run: list[Seen] = field(default_factory=list)  # metric: consecutive met steps; storm: the current run
+    first: float | None = None  # storm: the value its current run started from (`when: fallen`)
     history: list[float] = field(default_factory=list)  # metric read on every step: earlier values
     alive: list[Seen] = field(default_factory=list)  # stall: heartbeats since the last progress line
     loads: list[Seen] = field(default_factory=list)  # rate: the first loads (evidence)

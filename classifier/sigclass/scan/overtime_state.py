@@ -171,16 +171,42 @@ class OverTimeState(StallRules):
     def _storm(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:
         if st.run and seen.lineno - st.run[-1].lineno > rule.window:
             st.run.clear()
+        if not st.run:
+            st.first = None
         st.run.append(seen.stamp())
         del st.run[:-max(rule.min_count, MAX_EVIDENCE)]
         if rule.when is not None:
             value = number(m.groupdict().get("value"))
-            if value is None or not rule.met(value, []):
+            if value is not None and st.first is None:
+                st.first = value
+            if value is None or not rule.met(value, [st.first] if rule.when == "fallen" else []):
                 return
         if self._extend(st, seen):
             st.run.clear()
-        elif len(st.run) >= rule.min_count:
+        elif len(st.run) >= rule.min_count and self._past_step(rule, seen, where):
             self._fire(rule, st, st.run, seen)
+
+    def _past_step(self, rule: TimeRule, seen: Seen, where: Where) -> bool:
+        """Whether the latest step line of the worker above a storm line is at least the rule's `min_step` (True for
+        a rule without one; False when no step line is found above it: the storm may be the first steps' warm-up)."""
+        if rule.step is None:
+            return True
+        text = where.buf[max(where.lo, where.ls - LOOK_BACK_BYTES):where.ls].decode("utf-8", "replace")
+        try:
+            found = list(self.ot.step_rx[id(rule)].finditer(text, concurrent=False, timeout=MATCH_TIMEOUT))
+        except TimeoutError:
+            return False
+        for hit in reversed(found):
+            a = text.rfind("\n", 0, hit.start()) + 1
+            b = text.find("\n", hit.start())
+            ln = split_line(text[a:] if b == -1 else text[a:b])
+            if seen.line.worker is not None and ln.worker is not None and ln.worker != seen.line.worker:
+                continue
+            one = self.search(rule.step, ln.content)
+            v = number(one.groupdict().get("value")) if one is not None else None
+            if v is not None:
+                return v >= rule.min_step
+        return False
 
     # ------------------------------------------------------------------ rate
     def _rate(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:
