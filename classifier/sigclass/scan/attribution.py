@@ -33,11 +33,11 @@ from datetime import datetime, timedelta
 from typing import Iterable, Sequence
 
 from sigclass.records import Cause, Finding, Verdict, Victim
-from sigclass.scan.shapes import fault_line
+from sigclass.scan.shapes import fault_line, TEARDOWN
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS, Stream
-from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, Exit, family_of_exit, norm_worker,
+from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, RELAYERS, Exit, family_of_exit, norm_worker,
                                    worker_in_text, worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
@@ -116,9 +116,11 @@ class _Cand:
     killed: str | None = None  # the pid the kernel's OOM killer names in it
     report: bool = False  # a launcher's own report of its failed children (its ChildFailedError), in no worker's lines
     in_order: bool = False  # shown by a launcher that reports its tasks' ends as they happen (srun, Hydra)
+    interrupted: bool = False  # a KeyboardInterrupt and no word of the signal: what a stop (Ctrl-C, SIGINT) raised
+    late: bool = False  # a victim printed before the root it follows (scan/verdict.py's late roots): no floor below it
 
     def key(self) -> tuple:
-        return (-self.tier, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
+        return (-self.tier, self.interrupted, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
                 _worker_key(self.worker), self.family, self.fingerprint)
 
 
@@ -228,6 +230,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     torn = {e.line for e in exits} & teardown
     torn_down = {e.text for e in exits if e.line in teardown}
     failed_at = min((e.line for e in exits if _IN_TIME_ORDER.search(e.text) and e.code not in _NOT_FAILED), default=None)
+    dead = _dead_workers(findings)
     for f in findings:
         if f.status == Status.RECOVERED:
             continue  # progress went on after it (scan/verdict.py): not what stopped the run
@@ -236,8 +239,12 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         # the head and the tail of a failure say what it is (a long traceback's middle is frames)
         whole = list(f.block or f.evidence or ())
         block = whole if len(whole) <= 40 else whole[:5] + whole[-35:]
-        relays = [m["w"] for m in map(RELAYED_FROM.search, block) if m]
+        found = [m for m in map(RELAYED_FROM.search, block) if m]
+        relays = [m["w"] for m in found if not m["a"].startswith(RELAYERS)]
         relayed = relays[-1] if relays else None
+        if relayed is None and found:
+            # relayed by a trial actor only: the worker it came from is the one Ray reported dead, if one was
+            relayed = dead.get(f.line) or found[-1]["w"]
         # an error relayed from another process is that process's fault, whoever printed it (a chain of relays
         # prints the outermost first: the last names the process where it began)
         worker = norm_worker(relayed) or norm_worker(f.worker)
@@ -257,8 +264,14 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         elif f.family == UNKNOWN:
             if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
+            elif any(_ERROR_LINE.search(x) or fault_line(x) for x in block):
+                tier = TIER_UNKNOWN
+            elif f.stream is None and any(TEARDOWN.search(x) for x in block):
+                # a traceback cut short while its launcher was already killing the workers (`Killing subprocess N`
+                # printed among its frames): one of the tracebacks of that teardown, not what started it
+                tier = TIER_REPORT
             else:
-                tier = TIER_UNKNOWN if any(_ERROR_LINE.search(x) or fault_line(x) for x in block) else TIER_UNSEEN
+                tier = TIER_UNSEEN
         elif f.family == "nccl-error" and _VICTIM_WORDS.search(text):
             tier = TIER_SECONDARY
         elif f.method == Method.LEARNED and not any(_ERROR_LINE.search(x) for x in block):
@@ -279,7 +292,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
                            _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block),
                            report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None,
-                           in_order=summary and _IN_TIME_ORDER.search(text) is not None))
+                           in_order=summary and _IN_TIME_ORDER.search(text) is not None,
+                           interrupted=tier == TIER_STOPPED and _interrupted_only(text),
+                           late=f.role == Role.SECONDARY and bool(f.root) and (f.root.get("line") or 0) > f.line))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
     # a launcher's exit lines name the worker of a fault whose own lines did not: the exit with the code the
@@ -373,7 +388,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             # a weak failure after the worker's own victim line; anything a victim says after the worker was
             # told to stop
             c.tier = min(c.tier, below.tier) if below.tier != TIER_STOPPED else _UNDER_STOP
-        if c.tier in (TIER_SECONDARY, TIER_STOPPED) and (below is None or c.tier < below.tier):
+        if c.tier in (TIER_SECONDARY, TIER_STOPPED) and not c.late and (below is None or c.tier < below.tier):
             floor[c.process] = c
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]
@@ -407,6 +422,23 @@ _NOT_FAILED = (None, 0, -15, -2, -1)  # no exit code, success, or stopped from o
 # launchers that report their tasks' ends as they happen (srun's `task 3: Exited with exit code 1` and then
 # `tasks 0-2: Killed`; Hydra's BAD TERMINATION blocks, one a process): their order is time order
 _IN_TIME_ORDER = lazy(r"srun: error: |^=\s+(?:KILLED BY SIGNAL|EXIT CODE): ")
+
+
+def _dead_workers(findings: Sequence[Finding]) -> dict[int, str]:
+    """The worker Ray reported dead (`A worker died or was killed ... Worker PID: 1942`) before the failure it is a
+    victim of (scan/verdict.py's late roots), by the line of that failure."""
+    out: dict[int, str] = {}
+    for f in findings:
+        if f.family == "ray-actor-died" and f.worker is not None and f.root and f.root.get("line") is not None:
+            out.setdefault(f.root["line"], f.worker)
+    return out
+
+
+def _interrupted_only(text: str) -> bool:
+    """Whether a stop's only word of a signal is the KeyboardInterrupt it raised (SIGINT's handler in CPython): the
+    traceback of a victim of the stop, which the line saying who sent it (`Received 2 death signal`, `Main process
+    received SIGINT`) tells better."""
+    return "KeyboardInterrupt" in text and _SIGNAL_WORDS.search(text.replace("KeyboardInterrupt", "")) is None
 
 
 def _teardown(exits: Sequence[Exit]) -> set[int]:

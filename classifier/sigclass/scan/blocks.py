@@ -48,6 +48,7 @@ class OpenBlock:
     own_time: bool = True  # its first line carries a timestamp of its own
     ignored: bool = False  # printed under CPython's word that it was ignored (`Exception ignored in: ...`)
     warned: bool = False  # printed under a warning that the program goes on without something (a caught import)
+    single: bool = False  # its first line is the whole failure (a check macro's line, then the process exits)
 
 
 @dataclass

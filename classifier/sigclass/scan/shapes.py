@@ -506,6 +506,17 @@ def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
     return own + [e for e in ev if e not in own][: 4 - len(own)]
 
 
+# fault shapes whose program exits right after its one line (the CUDACHECK / NCCLCHECK macros: printf, then exit):
+# the line below it is another process's, or the launcher's word of the exit (`Worker proc VllmWorker-0 died`)
+_ONE_LINE = frozenset({"check-macro"})
+
+
+def one_line_fault(ln: Line) -> bool:
+    """Whether a line that opens a failure block is the whole failure: nothing below it is part of it."""
+    hit = _confirm(FAULTS, ln)
+    return hit is not None and hit[0].name in _ONE_LINE
+
+
 def starts_fault(ln: Line) -> bool:
     """Whether a line the fault trigger hit is a failure's first line."""
     hit = _confirm(FAULTS, ln)
@@ -554,7 +565,7 @@ def _failed(code: int | None) -> bool:
 
 # a launcher stopping the siblings of the worker that failed: printed before the line that names that worker
 # (and MPICH's Hydra: its exit string below `YOU CAN IGNORE THE BELOW CLEANUP MESSAGES` is the cleanup's SIGTERM)
-_TEARDOWN = lazy(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+"
+TEARDOWN = lazy(r"Sending process \d+ closing signal SIGTERM|Closing process \d+ via signal SIGTERM|Killing subprocess \d+"
                        r"|TERMINATED WITH THE EXIT STRING: Terminated \(signal 15\)")
 
 def _says_why(line: str) -> bool:
@@ -575,7 +586,7 @@ def _explained(findings: list[Finding], first_report: int | None = None) -> bool
     """Whether the source's findings explain a report: any finding does, but a launcher tearing down siblings
     (or Slurm ending the step, below the first report of a failed task)."""
     for f in findings:
-        if f.family == "process-killed-by-signal" and all(_TEARDOWN.search(x) for x in (f.evidence or f.block)):
+        if f.family == "process-killed-by-signal" and all(TEARDOWN.search(x) for x in (f.evidence or f.block)):
             continue
         if f.family == "process-killed-by-signal" and first_report is not None and f.line > first_report \
                 and all(STEP_STOP.search(x) for x in (f.evidence or f.block)):

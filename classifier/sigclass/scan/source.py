@@ -17,7 +17,7 @@ from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, Pendin
 from sigclass.scan import exitnoise
 from sigclass.scan.explained import as_unknown, own_cause, startup_report_only, teardown_kills
 from sigclass.scan.reader import SourceState
-from sigclass.scan.shapes import emit_reports, fault_lines, Report, report_of, starts_fault
+from sigclass.scan.shapes import emit_reports, fault_lines, one_line_fault, Report, report_of, starts_fault
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
@@ -274,6 +274,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         blk = OpenBlock(ln.stream, ln.worker, kind, phase, header_tag(ln.header), ln.header, lineno, lineno,
                      self.time_of(buf, ls, ln), ln.unit, [], [], set(pids), 0, self.live_clock())
         blk.own_time = bool(ln.time_override) or parse_time(ln.content, self.year) is not None
+        blk.single = kind == "line" and G_SHAPE in pids and one_line_fault(ln)
         blk.shaped = kind in ("tb", "cpp") or bool(pids & {G_FATAL, G_ABORT}) or (
             G_EXC in pids and bool(EXC_LINE.match(body.lstrip()))) or (G_SHAPE in pids and self._starts_fault(ln))
         if kind != "tb":
@@ -334,6 +335,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         return out
 
     def _continues(self, blk: OpenBlock, ln: Line, pids: set[int] | None) -> bool:
+        if blk.single:
+            return False  # the process exited after its one line: what follows is someone else's
         body = ln.body
         stripped = body.strip()
         same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)

@@ -84,7 +84,11 @@ IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(lazy(p) for p in _IN_MESSAGE)
 # A remote error relayed by another process names the process it came from: Ray's
 # `ray.exceptions.RayTaskError(RuntimeError): ray::CriticModelRayActor.save_checkpoint() (pid=499917, ip=...)`
 # printed among the lines of the actor that called it
-RELAYED_FROM = lazy(r"ray::[\w.]+\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)")
+RELAYED_FROM = lazy(r"ray::(?P<a>[\w.]+)\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)")
+# Ray Tune's trial actors that run a trainer or a function and only pass on what its workers raised (Ray Train's
+# `TrainTrainable`, `with_parameters`' `_Inner`, a function trainable's `ImplicitFunc`): a relay that names one of
+# them names the process that relayed the fault, not the worker where it began
+RELAYERS = ("TrainTrainable.", "_Inner.", "ImplicitFunc.")
 
 
 def number_id(digits: str) -> str:

@@ -1,0 +1,168 @@
+"""Root attribution: lines that look like a cause but are what a fault or a stop left behind.
+
+- the check macros of NCCL's examples print one line and exit: the dead-engine line below is vLLM's word of that
+  exit, a victim, not part of the fault (training excerpt: vLLM PR 56193);
+- Ctrl-C (SIGINT to the whole process group) makes every worker print a KeyboardInterrupt traceback: the line
+  saying the signal came (torchelastic's `Received 2 death signal`, DeepSpeed's launcher's `Main process received
+  SIGTERM, exiting`) is the story, the tracebacks its victims; a traceback cut short while the launcher was
+  already killing its children (`Killing subprocess N` among its frames) is one of them;
+- Ray Tune's trial actor (`ray::TrainTrainable.train()`) only relays what the train workers raised: its pid is
+  not the worker where the fault began (training excerpt: Ray issue 31828).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+
+import sigclass
+from sigclass.text.workers import norm_worker
+
+from test_attribution_properties import interleavings
+
+
+def _verdict(lines: list[str]):
+    return sigclass.classify("\n".join(lines) + "\n").verdict
+
+
+def _cause(lines: list[str]) -> tuple[str | None, str | None]:
+    v = _verdict(lines)
+    c = v.cause if v is not None else None
+    return (c.family, norm_worker(c.worker)) if c is not None else (None, None)
+
+
+# --------------------------------------------------------------------------- a check macro's line, then the exit
+
+CHECK_MACRO_THEN_ENGINE = [
+    "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+    "(EngineCore) ERROR Worker proc VllmWorker-0 died unexpectedly (exit code: None)",
+]
+
+
+def test_a_check_macro_line_is_the_cause_and_the_dead_engine_its_victim():
+    v = _verdict(CHECK_MACRO_THEN_ENGINE)
+    assert v.cause.family == "unknown"
+    assert v.cause.line == 1
+    assert [x.family for x in v.victims] == ["vllm-engine-dead"]
+
+
+def test_a_check_macro_line_is_a_block_of_its_own():
+    res = sigclass.classify("\n".join(CHECK_MACRO_THEN_ENGINE) + "\n")
+    spans = sorted((f.line, f.end_line, f.family) for f in res.findings)
+    assert spans == [(1, 1, "unknown"), (2, 2, "vllm-engine-dead")]
+
+
+def test_a_dead_engine_line_alone_is_still_the_dead_engine():
+    assert _cause(CHECK_MACRO_THEN_ENGINE[1:])[0] == "vllm-engine-dead"
+
+
+# --------------------------------------------------------------------------- Ctrl-C: the stop, then its tracebacks
+
+def _interrupted(rank: int, frame: str) -> list[str]:
+    return [
+        f"[rank{rank}]: Traceback (most recent call last):",
+        f'[rank{rank}]:   File "/w/train.py", line 88, in <module>',
+        f"[rank{rank}]:     {frame}",
+        f"[rank{rank}]: KeyboardInterrupt",
+    ]
+
+
+AGENT_SIGINT = [
+    "W0616 16:14:04.056000 3791882 site-packages/torch/distributed/elastic/agent/server/api.py:739] Received 2 death "
+    "signal, shutting down workers",
+    "W0616 16:14:04.059000 3791882 site-packages/torch/distributed/elastic/multiprocessing/api.py:1012] Sending "
+    "process 3792016 closing signal SIGINT",
+]
+
+
+def _stamped(lines: list[str], ms: int) -> list[str]:
+    """A log collector's own timestamp before every line (Kubernetes, Beaker): the tracebacks' lines print first."""
+    return [f"2025-06-16T16:14:04.{ms + i:03d}Z {x}" for i, x in enumerate(lines)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([_interrupted(0, "loss.backward()"), _interrupted(1, "optimizer.step()"), AGENT_SIGINT]))
+def test_the_signal_the_launcher_received_outranks_the_keyboard_interrupts_it_raised(lines):
+    assert _cause(lines) == ("process-killed-by-signal", None)
+
+
+def test_the_stop_outranks_keyboard_interrupts_a_collector_stamped_earlier():
+    lines = _stamped(_interrupted(0, "loss.backward()") + _interrupted(1, "optimizer.step()"), 10) \
+        + _stamped(AGENT_SIGINT, 60)
+    v = _verdict(lines)
+    assert (v.cause.family, v.cause.worker) == ("process-killed-by-signal", None)
+    assert {norm_worker(x.worker) for x in v.victims if x.family == "process-killed-by-signal"} >= {"0", "1"}
+
+
+def test_keyboard_interrupts_alone_are_still_a_stop():
+    assert _cause(_interrupted(0, "loss.backward()") + _interrupted(1, "optimizer.step()"))[0] \
+        == "process-killed-by-signal"
+
+
+# DeepSpeed's launcher (launcher/launch.py, sigkill_handler): `Killing subprocess {pid}` for each child, then
+# `Main process received {signal name}, exiting`; the children's tracebacks interleave without prefixes
+DEEPSPEED_CTRL_C = [
+    "Traceback (most recent call last):",
+    "Traceback (most recent call last):",
+    '  File "/w/pretrain_gpt.py", line 276, in <module>',
+    '  File "/w/pretrain_gpt.py", line 276, in <module>',
+    "[2022-10-29 00:11:48,109] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 58799",
+    "    pretrain(train_valid_test_datasets_provider, model_provider, forward_step,",
+    '  File "/w/megatron/training.py", line 166, in pretrain',
+    "    sampled_indices = torch.multinomial(prob_dist, reserved_length)",
+    "KeyboardInterrupt",
+    "",
+    "[2022-10-29 00:11:49,560] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 58800",
+    "[2022-10-29 00:11:52,534] [INFO] [launch.py:295:sigkill_handler] Main process received SIGTERM, exiting",
+]
+
+
+def test_a_traceback_cut_short_by_the_launcher_s_kill_lines_is_not_the_cause():
+    v = _verdict(DEEPSPEED_CTRL_C)
+    assert v.cause.family == "process-killed-by-signal"
+    assert v.cause.line == len(DEEPSPEED_CTRL_C)  # the launcher's word of the signal
+
+
+def test_a_traceback_cut_short_with_no_kill_among_its_frames_still_counts():
+    lines = [x for x in DEEPSPEED_CTRL_C if "Killing subprocess" not in x and "Main process" not in x]
+    cut = lines[:4]  # two tracebacks, no error line: a failure nothing else explains
+    v = _verdict(cut + ["[2022-10-29 00:11:52,534] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 58800"])
+    assert v.cause is not None and v.cause.family == "unknown"
+
+
+# --------------------------------------------------------------------------- Ray Tune's trial actor relays
+
+RAY_TRIAL_RELAY = [
+    "(RayTrainWorker pid=1942, ip=100.97.252.234) 17-Jan-23 17:21:19 [Worker:0] [INFO] Returning from train func!!",
+    "2023-01-17 17:21:35,472\tWARNING worker.py:1829 -- A worker died or was killed while executing a task by an "
+    "unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: "
+    "ffffffffffffffff686c4586a18aa58bf9747eb504000000 Worker ID: 0c62b78d30f3642bc1fc9a6f3cb257202e1230b03d988031722bc993"
+    " Node ID: 38300cefdc3b42caebdba478cc1da1adbba154304cecb24fd8ba1a7e Worker IP address: 100.97.252.234 Worker port: "
+    "10016 Worker PID: 1942 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+    "connection error code 2. End of file.",
+    "2023-01-17 17:21:35,509\tERROR trial_runner.py:980 -- Trial TorchTrainer_b13e7_00000: Error processing event.",
+    "ray.exceptions.RayTaskError(RuntimeError): ray::TrainTrainable.train() (pid=1876, ip=100.97.252.234, "
+    "repr=TorchTrainer)",
+]
+
+
+def test_a_trial_actor_s_relay_names_the_worker_ray_reported_dead():
+    v = _verdict(RAY_TRIAL_RELAY)
+    assert norm_worker(v.cause.worker) == "1942"
+    assert v.cause.family == "unknown"
+
+
+def test_a_relay_from_a_worker_actor_keeps_that_worker():
+    relay = RAY_TRIAL_RELAY[3].replace("ray::TrainTrainable.train() (pid=1876",
+                                       "ray::RayTrainWorker._RayTrainWorker__execute() (pid=2001")
+    assert _cause(RAY_TRIAL_RELAY[2:3] + [relay]) == ("unknown", "2001")
+
+
+def test_a_trial_actor_s_relay_with_no_dead_worker_keeps_its_own_pid():
+    assert _cause(RAY_TRIAL_RELAY[2:]) == ("unknown", "1876")
+
+
+def test_a_nested_relay_names_the_inner_worker_over_the_trial_actor():
+    inner = "ray.exceptions.RayTaskError(RuntimeError): ray::RayTrainWorker._RayTrainWorker__execute() (pid=1942, " \
+            "ip=100.97.252.234, repr=<ray.train._internal.worker_group.RayTrainWorker object at 0x7f>)"
+    assert _cause(RAY_TRIAL_RELAY[2:] + ['  File "/w/ray/train/_internal/utils.py", line 54, in check_for_failure',
+                                         inner])[1] == "1942"
