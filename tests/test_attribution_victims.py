@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+import pytest
 
 import sigclass
 from sigclass.text.workers import norm_worker
@@ -166,3 +167,87 @@ def test_a_nested_relay_names_the_inner_worker_over_the_trial_actor():
             "ip=100.97.252.234, repr=<ray.train._internal.worker_group.RayTrainWorker object at 0x7f>)"
     assert _cause(RAY_TRIAL_RELAY[2:] + ['  File "/w/ray/train/_internal/utils.py", line 54, in check_for_failure',
                                          inner])[1] == "1942"
+
+
+# --------------------------------------------------------------------------- a worker's exception, then its exit
+
+KEYERROR_RANK3 = [
+    "[rank3]: Traceback (most recent call last):",
+    '[rank3]:   File "/w/train.py", line 30, in <module>',
+    '[rank3]:     ids = batch["input_ids"]',
+    "[rank3]: KeyError: 'input_ids'",
+]
+WATCHDOG_RANK1 = [
+    "[rank1]:[E1120 14:57:16.100000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
+    "600012 milliseconds before timing out.",
+]
+
+
+def _elastic_exit(code: int, rank: int = 3, pid: int = 7790) -> list[str]:
+    # torchelastic's agent (elastic/multiprocessing/api.py): `failed (exitcode: %s) local_rank: %s (pid: %s) of
+    # binary: %s`
+    return ["W1120 14:57:20.551000 7710 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 7788 "
+            "closing signal SIGTERM",
+            f"E1120 14:57:21.000000 7710 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+            f"{code}) local_rank: {rank} (pid: {pid}) of binary: /usr/bin/python"]
+
+
+@pytest.mark.parametrize("code, family", [(-9, "host-oom-killed"), (-11, "segfault"), (-7, "shm-exhausted")])
+def test_a_worker_s_exit_after_its_own_exception_is_its_symptom(code, family):
+    v = _verdict(KEYERROR_RANK3 + WATCHDOG_RANK1 + _elastic_exit(code))
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("unknown", "3")
+    assert (family, "3") in {(x.family, norm_worker(x.worker)) for x in v.victims}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([KEYERROR_RANK3, WATCHDOG_RANK1, _elastic_exit(-9)]))
+def test_the_exception_outranks_its_worker_s_kill_in_any_interleaving(lines):
+    assert _cause(lines) == ("unknown", "3")
+
+
+def test_another_worker_s_kill_is_not_a_symptom_of_this_exception():
+    # rank 3 raised; rank 2 was killed with nothing of its own: the kill stays a candidate of its own rank
+    v = _verdict(KEYERROR_RANK3 + WATCHDOG_RANK1 + _elastic_exit(-9, rank=2, pid=7789))
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("host-oom-killed", "2")
+
+
+def test_a_kill_the_kernel_owned_to_stays_the_cause():
+    kernel = ["[Wed Nov 20 14:57:19 2024] Out of memory: Killed process 7790 (python) total-vm:98765432kB, "
+              "anon-rss:87654321kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:180000kB oom_score_adj:0"]
+    v = _verdict(KEYERROR_RANK3 + kernel + _elastic_exit(-9))
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("host-oom-killed", "3")
+
+
+CHILD_FAILED = [
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "============================================================",
+    "train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "[1]:",
+    "  time      : 2024-11-20_14:57:21",
+    "  host      : node1",
+    "  rank      : 3 (local_rank: 3)",
+    "  exitcode  : -11 (pid: 7790)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 11 (SIGSEGV) received by PID 7790",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2024-11-20_14:57:21",
+    "  host      : node1",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : -6 (pid: 7788)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 6 (SIGABRT) received by PID 7788",
+    "============================================================",
+]
+
+
+def test_a_report_s_family_and_worker_come_from_the_same_row():
+    # the SIGSEGV row is rank 3's: the report's segfault is rank 3's, a symptom of its KeyError, whichever rank
+    # torchelastic observed first (rank 1's watchdog aborted it: SIGABRT)
+    v = _verdict(KEYERROR_RANK3 + WATCHDOG_RANK1 + CHILD_FAILED)
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("unknown", "3")
+    assert ("segfault", "3") in {(x.family, norm_worker(x.worker)) for x in v.victims}

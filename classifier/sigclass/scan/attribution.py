@@ -116,11 +116,13 @@ class _Cand:
     killed: str | None = None  # the pid the kernel's OOM killer names in it
     report: bool = False  # a launcher's own report of its failed children (its ChildFailedError), in no worker's lines
     in_order: bool = False  # shown by a launcher that reports its tasks' ends as they happen (srun, Hydra)
-    interrupted: bool = False  # a KeyboardInterrupt and no word of the signal: what a stop (Ctrl-C, SIGINT) raised
+    # what another failure of its tier caused, so ranked after it: a KeyboardInterrupt and no word of the signal (what
+    # a stop, Ctrl-C's SIGINT, raised), a launcher's word of how a worker ended after that worker's own exception
+    symptom: bool = False
     late: bool = False  # a victim printed before the root it follows (scan/verdict.py's late roots): no floor below it
 
     def key(self) -> tuple:
-        return (-self.tier, self.interrupted, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
+        return (-self.tier, self.symptom, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
                 _worker_key(self.worker), self.family, self.fingerprint)
 
 
@@ -293,7 +295,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                            _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block),
                            report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None,
                            in_order=summary and _IN_TIME_ORDER.search(text) is not None,
-                           interrupted=tier == TIER_STOPPED and _interrupted_only(text),
+                           symptom=tier == TIER_STOPPED and _interrupted_only(text),
                            late=f.role == Role.SECONDARY and bool(f.root) and (f.root.get("line") or 0) > f.line))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
@@ -312,8 +314,15 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.worker = by_pid[c.killed]
             c.tier = max(c.tier, TIER_DIRECT) if c.tier == TIER_SUMMARY else c.tier
             continue
-        if c.report and len(first_seen) == 1:
-            c.worker = next(iter(first_seen))  # the report's worker is the failure it saw first, not its table's first row
+        if c.report:
+            # the report's worker: the row whose exit code its family implies (a SIGSEGV row: segfault), else the
+            # failure it saw first, not its table's first row
+            codes = family_of_exit_codes(c.family)
+            rows = {norm_worker(e.worker) for e in exits if e.worker is not None and codes and e.code in codes}
+            if len(rows) == 1:
+                c.worker = next(iter(rows))
+            elif len(first_seen) == 1:
+                c.worker = next(iter(first_seen))
         if c.worker is not None or c.tier < TIER_UNSEEN:
             continue
         codes = family_of_exit_codes(c.family)
@@ -324,6 +333,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.worker = failed[0]
         elif len(first_seen) == 1:
             c.worker = next(iter(first_seen))
+    _own_error_first(cands, kernel_oom)
     # an exit and no failure of that worker: a candidate of its own (a telling code: how sure, see _SURE;
     # exit 1: it failed, why is not said)
     seen_workers = {c.worker for c in cands if c.worker is not None and c.tier >= TIER_UNSEEN}
@@ -432,6 +442,24 @@ def _dead_workers(findings: Sequence[Finding]) -> dict[int, str]:
         if f.family == "ray-actor-died" and f.worker is not None and f.root and f.root.get("line") is not None:
             out.setdefault(f.root["line"], f.worker)
     return out
+
+
+def _own_error_first(cands: Sequence[_Cand], kernel_oom: bool) -> None:
+    """A launcher's word of how a worker ended (`failed (exitcode: -9) local_rank: 3`, `exitcode : -6`) when that
+    worker printed an exception of its own is how the exception ended it, not a second cause: it ranks with that
+    exception, after it (the launcher reports an exit after the worker printed, whatever the file order). A kill the
+    kernel's OOM killer owned to is the kernel's word, not the launcher's: it keeps its rank."""
+    own: dict[str, _Cand] = {}
+    for c in cands:
+        if c.worker is not None and c.basis == CauseBasis.OWN_LINES and c.tier in (TIER_UNKNOWN, TIER_NCCL):
+            best = own.get(c.worker)
+            if best is None or c.tier > best.tier:
+                own[c.worker] = c
+    for c in cands:
+        mine = own.get(c.worker) if c.worker is not None else None
+        if mine is None or c.tier != TIER_SUMMARY or (kernel_oom and c.family == "host-oom-killed"):
+            continue
+        c.tier, c.symptom = mine.tier, True
 
 
 def _interrupted_only(text: str) -> bool:
