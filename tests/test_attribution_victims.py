@@ -251,3 +251,77 @@ def test_a_report_s_family_and_worker_come_from_the_same_row():
     v = _verdict(KEYERROR_RANK3 + WATCHDOG_RANK1 + CHILD_FAILED)
     assert (v.cause.family, norm_worker(v.cause.worker)) == ("unknown", "3")
     assert ("segfault", "3") in {(x.family, norm_worker(x.worker)) for x in v.victims}
+
+
+def test_what_other_workers_print_after_a_keyboard_interrupt_is_the_stop_s():
+    # Ctrl-C sends SIGINT to every process of the group: rank 2 and 3, waiting on the ranks that stopped, then lose
+    # their peers; those errors are what the stop did
+    rank2 = [x.replace("[rank3]", "[rank2]") for x in KEYERROR_RANK3[:3]] + [
+        "[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+        "remote process exited or there was a network error, NCCL version 2.21.5"]
+    rank3 = KEYERROR_RANK3[:3] + [
+        "[rank3]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+        "[10.0.0.2]:4312"]
+    v = _verdict(_interrupted(0, "loss.backward()") + _interrupted(1, "optimizer.step()") + rank2 + rank3)
+    assert v.cause.family == "process-killed-by-signal"
+    assert {("nccl-error", "2"), ("unknown", "3")} <= {(x.family, norm_worker(x.worker)) for x in v.victims}
+
+
+def test_an_error_printed_before_the_keyboard_interrupts_stays_the_cause():
+    # a rank failed, the others hung, and the user pressed Ctrl-C
+    v = _verdict(KEYERROR_RANK3 + _interrupted(0, "loss.backward()") + _interrupted(1, "optimizer.step()"))
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("unknown", "3")
+
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "79.15 GiB of which 1.02 GiB is free.")
+TRIAL_ACTOR_COPY = [
+    "(TrainTrainable pid=96138) Traceback (most recent call last):",
+    '(TrainTrainable pid=96138)   File "/ray/train/trainer.py", line 687, in _run_with_error_handling',
+    "(TrainTrainable pid=96138)     return func()",
+    f"(TrainTrainable pid=96138) {OOM}",
+]
+TRAIN_WORKER_OWN = [
+    "(RayTrainWorker pid=96200, ip=10.0.0.1) Traceback (most recent call last):",
+    '(RayTrainWorker pid=96200, ip=10.0.0.1)   File "/w/train.py", line 88, in train_func',
+    "(RayTrainWorker pid=96200, ip=10.0.0.1)     loss = model(batch).loss",
+    f"(RayTrainWorker pid=96200, ip=10.0.0.1) {OOM}",
+]
+DRIVER_RELAY = [
+    "2023-01-17 17:21:35,509\tERROR trial_runner.py:980 -- Trial TorchTrainer_b13e7_00000: Error processing event.",
+    "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TrainTrainable.train() (pid=96138, ip=10.0.0.1, "
+    "repr=TorchTrainer)",
+    '  File "/ray/train/trainer.py", line 687, in _run_with_error_handling',
+    OOM,
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(interleavings([TRIAL_ACTOR_COPY, TRAIN_WORKER_OWN]))
+def test_a_trial_actor_s_copy_of_a_train_worker_s_fault_is_not_its_origin(lines):
+    v = _verdict(lines + DRIVER_RELAY)
+    assert (v.cause.family, norm_worker(v.cause.worker)) == ("cuda-oom", "96200")
+    assert not v.independent  # the trial actor's copy and the driver's relay are the same fault
+
+
+# --------------------------------------------------------------------------- a kill on a prefixed line
+
+@pytest.mark.parametrize("prefix, worker", [
+    ("[0]<stderr>:", "0"),  # Open MPI's --tag-output (Horovod's mpirun)
+    ("[1,2]<stdout>:", "2"),
+    ("node-2: ", "node-2"),  # pdsh (DeepSpeed's multinode runner)
+])
+def test_the_shell_s_killed_on_a_worker_s_prefixed_line_is_that_worker_s_kill(prefix, worker):
+    assert _cause([f"{prefix}Killed"]) == ("host-oom-killed", worker)
+
+
+def test_a_killed_rank_outranks_its_peers_gloo_errors():
+    # a rank taken by SIGKILL prints only the shell's word; its peers' Gloo pairs lose it (Horovod issue 2907 form)
+    lines = [
+        "[0]<stderr>:Killed",
+        "[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'",
+        "[1]<stderr>:  what():  [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
+        "[127.0.0.1]:3977: Connection reset by peer",
+        "[1]<stderr>:Aborted (core dumped)",
+    ]
+    assert _cause(lines) == ("host-oom-killed", "0")

@@ -37,7 +37,7 @@ from sigclass.scan.shapes import fault_line, TEARDOWN
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS, Stream
-from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, RELAYERS, Exit, family_of_exit, norm_worker,
+from sigclass.text.workers import (EXIT_LINES, FIRST_OBSERVED, RELAYED_FROM, RELAYER_KINDS, RELAYERS, Exit, family_of_exit, norm_worker,
                                    worker_in_text, worker_of_stream)
 from sigclass.vocab import CauseBasis, Method, Role, Status, UNKNOWN
 from sigclass.text.workers import number_key
@@ -119,6 +119,7 @@ class _Cand:
     # what another failure of its tier caused, so ranked after it: a KeyboardInterrupt and no word of the signal (what
     # a stop, Ctrl-C's SIGINT, raised), a launcher's word of how a worker ended after that worker's own exception
     symptom: bool = False
+    sigint: bool = False  # a KeyboardInterrupt: SIGINT reached it, as Ctrl-C sends it to every process of the group
     late: bool = False  # a victim printed before the root it follows (scan/verdict.py's late roots): no floor below it
 
     def key(self) -> tuple:
@@ -244,7 +245,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         found = [m for m in map(RELAYED_FROM.search, block) if m]
         relays = [m["w"] for m in found if not m["a"].startswith(RELAYERS)]
         relayed = relays[-1] if relays else None
-        if relayed is None and found:
+        relayer = relayed is None and bool(found)
+        if relayer:
             # relayed by a trial actor only: the worker it came from is the one Ray reported dead, if one was
             relayed = dead.get(f.line) or found[-1]["w"]
         # an error relayed from another process is that process's fault, whoever printed it (a chain of relays
@@ -253,6 +255,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         # a helper process of a worker (vLLM's EngineCore) re-raises what a worker raised: a copy of the fault, not
         # its origin, when a worker's own lines show the same
         helper = worker is None and f.stream is not None and f.stream.kind.startswith(NOT_A_WORKER)
+        # so does a Ray Tune trial actor (its own lines, or a relay that names only it): a copy of a train worker's fault
+        helper = helper or (relayer and f.line not in dead) or (
+            f.stream is not None and f.stream.kind.startswith(RELAYER_KINDS) and relayed is None)
         worker = worker or norm_worker(worker_of_stream(f.stream)) or norm_worker(worker_in_text(block))
         summary = _is_summary(block)
         text = "\n".join(block)
@@ -296,6 +301,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                            report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None,
                            in_order=summary and _IN_TIME_ORDER.search(text) is not None,
                            symptom=tier == TIER_STOPPED and _interrupted_only(text),
+                           sigint=tier == TIER_STOPPED and "KeyboardInterrupt" in text,
                            late=f.role == Role.SECONDARY and bool(f.root) and (f.root.get("line") or 0) > f.line))
         if f.family in _STOPPED and f.stream is None:
             cands.extend(_after_teardown(f, whole))
@@ -371,7 +377,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     # worker prefix in a log that names workers come from several processes (the launcher's, a rank printing
     # unprefixed): neither says anything of one worker's order. A stop signal the launcher itself received (an
     # unprefixed `Received 2 death signal, shutting down workers`) stops every worker: what fails after it, anywhere,
-    # is the shutdown
+    # is the shutdown; so does Ctrl-C, which a worker's KeyboardInterrupt shows (SIGINT goes to the whole group)
     floor: dict[str | None, _Cand] = {}
     everyone: _Cand | None = None
     several = any(c.worker is not None for c in cands)
@@ -392,6 +398,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             if c.tier == TIER_STOPPED and everyone is None:
                 everyone = c
             continue
+        if c.sigint and everyone is None:
+            everyone = c  # Ctrl-C reached every worker: what they print after it is what the stop did
         below = floor.get(c.process)
         if below is not None and (c.tier in weak or (c.tier == TIER_SECONDARY and below.tier == TIER_STOPPED
                                                       and not _before(c, below))):
@@ -409,6 +417,11 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         same_worker = c.worker is not None and c.worker == top.worker
         if same_worker and c.family == top.family:
             continue  # the same fault again (its summary, a repeat)
+        if c.helper and c.family == top.family and not same_worker:
+            k = (c.family, c.worker)
+            if k not in victims:
+                victims[k] = Victim(c.family, c.worker, c.line)  # a copy of the cause that a helper process printed
+            continue
         if not same_worker and (c.tier == TIER_DIRECT or (c.tier == top.tier == TIER_SUMMARY and c.family == top.family)):
             k = (c.family, c.worker)
             if k not in independent:
@@ -457,9 +470,12 @@ def _own_error_first(cands: Sequence[_Cand], kernel_oom: bool) -> None:
                 own[c.worker] = c
     for c in cands:
         mine = own.get(c.worker) if c.worker is not None else None
-        if mine is None or c.tier != TIER_SUMMARY or (kernel_oom and c.family == "host-oom-killed"):
+        if mine is None or (kernel_oom and c.family == "host-oom-killed"):
             continue
-        c.tier, c.symptom = mine.tier, True
+        # the shell's word of the kill in the worker's own lines (`[0]<stderr>:Killed`) after its exception, too
+        if c.tier == TIER_SUMMARY or (c.tier == TIER_DIRECT and c.family in _KILL_FAMILIES and c.line > mine.line
+                                      and c.process == mine.process):
+            c.tier, c.symptom = mine.tier, True
 
 
 def _interrupted_only(text: str) -> bool:

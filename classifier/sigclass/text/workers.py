@@ -89,6 +89,7 @@ RELAYED_FROM = lazy(r"ray::(?P<a>[\w.]+)\(\)" + _SGR_LEFT + r" \(pid=(?P<w>\d+)"
 # `TrainTrainable`, `with_parameters`' `_Inner`, a function trainable's `ImplicitFunc`): a relay that names one of
 # them names the process that relayed the fault, not the worker where it began
 RELAYERS = ("TrainTrainable.", "_Inner.", "ImplicitFunc.")
+RELAYER_KINDS = tuple(r.rstrip(".") for r in RELAYERS)  # their own lines' prefix: `(TrainTrainable pid=96138)`
 
 
 def number_id(digits: str) -> str:
