@@ -52,6 +52,19 @@ def test_a_check_macro_line_is_a_block_of_its_own():
     assert spans == [(1, 1, "unknown"), (2, 2, "vllm-engine-dead")]
 
 
+@pytest.mark.parametrize("engine", [
+    CHECK_MACRO_THEN_ENGINE[1],
+    # vLLM's multiproc executor, with its log header
+    "ERROR 01-01 10:00:00 [multiproc_executor.py:140] Worker proc VllmWorker-0 died unexpectedly, shutting down "
+    "executor.",
+])
+def test_a_check_macro_line_printed_below_the_dead_engine_line_is_still_the_cause(engine):
+    # the worker's stdout and the engine's log reach the file in either order
+    v = _verdict([engine, CHECK_MACRO_THEN_ENGINE[0]])
+    assert (v.cause.family, v.cause.line) == ("unknown", 2)
+    assert [x.family for x in v.victims] == ["vllm-engine-dead"]
+
+
 def test_a_dead_engine_line_alone_is_still_the_dead_engine():
     assert _cause(CHECK_MACRO_THEN_ENGINE[1:])[0] == "vllm-engine-dead"
 

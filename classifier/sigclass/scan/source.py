@@ -338,6 +338,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if blk.single:
             return False  # the process exited after its one line: what follows is someone else's
         body = ln.body
+        if pids and G_SHAPE in pids and "Failed" in body and one_line_fault(ln):
+            return False  # a check macro's line is a failure of its own, whatever was printed just above it
         stripped = body.strip()
         same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)
         if blk.kind == "tb" and blk.phase in ("frames", "chain"):
