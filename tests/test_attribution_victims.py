@@ -136,6 +136,60 @@ def test_a_traceback_cut_short_by_the_launcher_s_kill_lines_is_not_the_cause():
     assert v.cause.line == len(DEEPSPEED_CTRL_C)  # the launcher's word of the signal
 
 
+# eight ranks' tracebacks after Ctrl-C, interleaved (training excerpt: Megatron-DeepSpeed's MoE example log, the
+# launcher's kill lines taken out)
+KI_STORM = [
+    'Traceback (most recent call last):',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/examples/MoE/../../pretrain_gpt.py", line 276, in <module>',
+    '        pretrain(train_valid_test_datasets_provider, model_provider, forward_step,pretrain(train_valid_test_datasets_provider, model_provider, forward_step,',
+    '    ',
+    '  File "/w/Megatron-DeepSpeed-internal/megatron/training.py", line 166, in pretrain',
+    'pretrain(train_valid_test_datasets_provider, model_provider, forward_step,  File "/w/Megatron-DeepSpeed-internal/megatron/training.py", line 166, in pretrain',
+    '    ',
+    '  File "/w/Megatron-DeepSpeed-internal/megatron/training.py", line 166, in pretrain',
+    'pretrain(train_valid_test_datasets_provider, model_provider, forward_step,',
+    '  File "/w/Megatron-DeepSpeed-internal/megatron/training.py", line 166, in pretrain',
+    'sampled_indices, part_attention_mask = gpt_sample_tokens(attention_mask,',
+    '  File "/w/DeepSpeed-internal-connor/deepspeed/ops/token_dropping/dropping_utils.py", line 23, in gpt_sample_tokens',
+    '    return forward_call(*input, **kwargs)',
+    '      File "/w/Megatron-DeepSpeed-internal/megatron/model/transformer.py", line 485, in forward',
+    'return forward_call(*input, **kwargs)',
+    'Traceback (most recent call last):',
+    '  File "/w/Megatron-DeepSpeed-internal/megatron/model/transformer.py", line 485, in forward',
+    '  File "/opt/conda/bin/deepspeed", line 6, in <module>',
+    '    sampled_indices = torch.multinomial(prob_dist, reserved_length)',
+    '    KeyboardInterruptsampled_indices = torch.multinomial(prob_dist, reserved_length)    ',
+    '',
+    'scatter_results = token_dropping_module.token_scatter_(',
+    '    sampled_indices = torch.multinomial(prob_dist, reserved_length)',
+    'KeyboardInterruptKeyboardInterrupt    sampled_indices = torch.multinomial(prob_dist, reserved_length)KeyboardInterrupt',
+]
+
+
+def test_tracebacks_cut_short_in_a_keyboard_interrupt_storm_are_the_stop_s():
+    # the tracebacks whose KeyboardInterrupt line was glued to another's line end with no error line: they say nothing
+    v = _verdict(KI_STORM)
+    assert v.cause.family == "process-killed-by-signal"
+    assert all(x.family != "unknown" for x in v.independent)
+
+
+def test_a_traceback_cut_short_long_before_the_interrupts_still_counts():
+    v = _verdict(KI_STORM[:3] + [""] + [f"[INFO] waiting for the peers ({i})" for i in range(300)] + KI_STORM[27:])
+    assert v.cause.family == "unknown"
+
+
 def test_a_traceback_cut_short_with_no_kill_among_its_frames_still_counts():
     lines = [x for x in DEEPSPEED_CTRL_C if "Killing subprocess" not in x and "Main process" not in x]
     cut = lines[:4]  # two tracebacks, no error line: a failure nothing else explains

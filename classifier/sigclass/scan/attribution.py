@@ -408,6 +408,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.tier = min(c.tier, below.tier) if below.tier != TIER_STOPPED else _UNDER_STOP
         if c.tier in (TIER_SECONDARY, TIER_STOPPED) and not c.late and (below is None or c.tier < below.tier):
             floor[c.process] = c
+    _cut_short_by_interrupt(cands)
     ranked = sorted(cands, key=_Cand.key)
     top = ranked[0]
     cause = Cause(top.family, top.worker, top.line, top.fingerprint, _confidence(top, kernel_oom), top.time, top.basis)
@@ -476,6 +477,21 @@ def _own_error_first(cands: Sequence[_Cand], kernel_oom: bool) -> None:
         if c.tier == TIER_SUMMARY or (c.tier == TIER_DIRECT and c.family in _KILL_FAMILIES and c.line > mine.line
                                       and c.process == mine.process):
             c.tier, c.symptom = mine.tier, True
+
+
+INTERRUPT_STORM_LINES = 200  # how far above the first KeyboardInterrupt the tracebacks of the same Ctrl-C may begin
+
+
+def _cut_short_by_interrupt(cands: Sequence[_Cand]) -> None:
+    """Ctrl-C makes every worker print a traceback at once, and their lines interleave: the tracebacks whose own
+    KeyboardInterrupt line landed elsewhere (glued to another's line) are cut short. A traceback with no error line
+    of its own near or after the first KeyboardInterrupt is one of them: a victim of the stop, not a failure."""
+    first = min((c.line for c in cands if c.sigint), default=None)
+    if first is None:
+        return
+    for c in cands:
+        if c.tier == TIER_UNSEEN and c.line >= first - INTERRUPT_STORM_LINES:
+            c.tier = _UNDER_STOP
 
 
 def _interrupted_only(text: str) -> bool:
