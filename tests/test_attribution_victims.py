@@ -376,7 +376,6 @@ def test_a_trial_actor_s_copy_of_a_train_worker_s_fault_is_not_its_origin(lines)
 @pytest.mark.parametrize("prefix, worker", [
     ("[0]<stderr>:", "0"),  # Open MPI's --tag-output (Horovod's mpirun)
     ("[1,2]<stdout>:", "2"),
-    ("node-2: ", "node-2"),  # pdsh (DeepSpeed's multinode runner)
 ])
 def test_the_shell_s_killed_on_a_worker_s_prefixed_line_is_that_worker_s_kill(prefix, worker):
     assert _cause([f"{prefix}Killed"]) == ("host-oom-killed", worker)

@@ -117,9 +117,9 @@ class _PatternGuard:
 
 def _after_prefix(src: str) -> str:
     """A pattern anchored at the line start, for the prefilter: the line may begin with a worker prefix
-    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`, `3: `, `(pid=12, ip=...) `, Open MPI's `[1,3]<stderr>:`,
-    pdsh's `node-2: ` and `gpu187:2: `) that the confirming match, on the line without its prefix, no longer sees."""
-    return r"(?:^|\]:|>:|^[0-9]+: |^[A-Za-z][\w.-]*(?::[0-9]+)?: |\) )" + src[1:] if src.startswith("^") else src
+    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`, `3: `, `(pid=12, ip=...) `, Open MPI's `[1,3]<stderr>:`)
+    that the confirming match, on the line without its prefix, no longer sees."""
+    return r"(?:^|\]:|>:|^[0-9]+: |\) )" + src[1:] if src.startswith("^") else src
 
 
 class Scanner:
