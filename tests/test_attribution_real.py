@@ -136,6 +136,57 @@ def test_deepspeed_launcher_return_code_names_the_local_rank_of_its_command():
     _assert_cause(DEEPSPEED_RETURN_CODE_MINUS9, "host-oom-killed", "0")
 
 
+# DeepSpeed's launcher (deepspeed/launcher/launch.py) in its own formats: `process {pid} spawned with command: {cmd}`
+# per local rank, then `sigkill_handler` logs `Killing subprocess {pid}` for each and `{cmd} exits with return code =
+# {last_return_code}`, where `cmd` is the command built last (the last local rank), whichever process failed
+def _deepspeed_lines(n: int, code: int) -> tuple[str, str]:
+    spawn = "".join(f"[2024-05-02 11:20:01,10{i}] [INFO] [launch.py:256:main] process {4101 + i} spawned with command: "
+                    f"['/usr/bin/python', '-u', 'train.py', '--local_rank={i}']\n" for i in range(n))
+    kill = "".join(f"[2024-05-02 11:21:07,31{i}] [INFO] [launch.py:319:sigkill_handler] Killing subprocess {4101 + i}\n"
+                   for i in range(n))
+    kill += (f"[2024-05-02 11:21:07,530] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+             f"'--local_rank={n - 1}'] exits with return code = {code}\n")
+    return spawn, kill
+
+
+def test_deepspeed_return_code_line_is_not_the_failed_worker_when_another_is_named():
+    spawn, kill = _deepspeed_lines(3, -9)
+    nccl = ("[rank0]:[E502 11:21:07.700000 4101 ProcessGroupNCCL.cpp:1594] [PG 0 Rank 0] Process group watchdog thread "
+            "terminated with exception: NCCL error: remote process exited or there was a network error\n")
+    c = _cause(spawn + kill + nccl)
+    # the code still says how a process ended (-9 with nothing else: a host OOM kill), but not which one did
+    assert c is not None and c["family"] == "host-oom-killed", c
+    assert c["worker"] is None, c
+
+
+def test_deepspeed_return_code_line_adds_no_victim_for_the_last_started_rank():
+    spawn, kill = _deepspeed_lines(2, 1)
+    oom = ("[rank0]: Traceback (most recent call last):\n"
+           "[rank0]:   File \"train.py\", line 40, in <module>\n"
+           "[rank0]:     loss.backward()\n"
+           "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+           "capacity of 79.15 GiB of which 1.02 GiB is free.\n")
+    _, (v,) = _scan_jsonl(spawn + oom + kill)
+    assert (v["cause"]["family"], _norm_worker(v["cause"]["worker"])) == ("cuda-oom", "0"), v
+    assert all(_norm_worker(x["worker"]) != "1" for x in v["victims"] + v["independent"]), v
+
+
+def test_deepspeed_return_code_line_names_its_rank_when_no_other_worker_is_named():
+    _, kill = _deepspeed_lines(2, -11)
+    _assert_cause(kill, "segfault", "1")
+
+
+def test_deepspeed_return_code_exit_keeps_the_code_and_marks_the_worker_as_last_started():
+    from sigclass.text.workers import exits_in_line, worker_in_text
+
+    line = _deepspeed_lines(4, 137)[1].splitlines()[-1]
+    (e,) = exits_in_line(line, 9, None)
+    assert (e.code, e.worker, e.last_started) == (-9, "3", True)
+    assert worker_in_text([line]) is None
+    # a command line elsewhere (subprocess's `died with <Signals...>`) still names its rank
+    assert worker_in_text(["Command '['python', 'main.py', '--local_rank=3']' died with <Signals.SIGKILL: 9>."]) == "3"
+
+
 # --------------------------------------------------------------------------- launchers that say `died with <Signals...>`
 
 # https://github.com/microsoft/Swin-Transformer/issues/267

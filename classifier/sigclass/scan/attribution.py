@@ -28,7 +28,7 @@ family, an NCCL error) printed after its own process's victim-family line belong
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Iterable, Sequence
 
@@ -224,6 +224,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     """The verdict on one source from all its findings (unfolded, as found) and its launchers' exit lines."""
     if not findings and not exits:
         return Verdict(source, None)
+    exits = _last_started_named(findings, exits)
     cands: list[_Cand] = []
     per_worker: dict[str | None, int] = {}
     kernel_oom = any(_KERNEL_OOM.search(e.text) for e in exits)
@@ -499,6 +500,23 @@ def _interrupted_only(text: str) -> bool:
     traceback of a victim of the stop, which the line saying who sent it (`Received 2 death signal`, `Main process
     received SIGINT`) tells better."""
     return "KeyboardInterrupt" in text and _SIGNAL_WORDS.search(text.replace("KeyboardInterrupt", "")) is None
+
+
+def _last_started_named(findings: Sequence[Finding], exits: Sequence[Exit]) -> list[Exit]:
+    """DeepSpeed's `{cmd} exits with return code = N` names the last process its launcher started, not the one that
+    failed: its code is evidence of how a process ended, its worker only when no other worker is named at all (one
+    process, or the only one anything here names)."""
+    if not any(e.last_started for e in exits):
+        return list(exits)
+    named = {norm_worker(f.worker) for f in findings if f.worker is not None}
+    named |= {norm_worker(e.worker) for e in exits if e.worker is not None and not e.last_started}
+    named.discard(None)
+    out = []
+    for e in exits:
+        if e.last_started and named - {norm_worker(e.worker)}:
+            e = replace(e, worker=None, last_started=False)
+        out.append(e)
+    return out
 
 
 def _teardown(exits: Sequence[Exit]) -> set[int]:

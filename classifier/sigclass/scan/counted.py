@@ -59,7 +59,7 @@ class CountedEvidence:
                     exits = [replace(e, first=True) for e in exits]
                     self.table_first = False
                 if ln.stream is not None and ln.stream.kind == "host":  # a launcher on a pdsh host: that host's worker
-                    exits = [replace(e, worker=ln.worker) for e in exits]
+                    exits = [replace(e, worker=ln.worker, last_started=False) for e in exits]
                 self.exits.extend(exits)
         for pid in pids:
             need = self.sc.counted.get(pid)

@@ -3,7 +3,7 @@
 A failure's worker usually comes from its line prefix (`[rank3]:`, `(RayWorkerWrapper pid=5)`). Where the
 prefix does not say, the message often does: `[Rank 3]`, `[PG 1 Rank 1]`, `rank=5`, `local_rank: 3`, and
 the launchers' summaries name the rank they saw fail (`failed (exitcode: -9) local_rank: 3`, the
-ChildFailedError table, DeepSpeed's `--local_rank=0 ... exits with return code = -9`, `srun: error:
+ChildFailedError table, DeepSpeed's `... exits with return code = -9` (its code; see LAST_STARTED), `srun: error:
 node: task 3: Killed`, `mpirun noticed that process rank 3 ... exited on signal 9`). The formats are the
 ones those launchers print (torch.distributed.elastic, deepspeed.launcher, accelerate / subprocess,
 Slurm's srun and slurmstepd, Open MPI's help texts, vLLM's executors, Ray's raylet).
@@ -55,7 +55,7 @@ _IN_MESSAGE = (
     r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d )?(?:migrate )?(?P<w>" + _SGLANG_IDS + r")\] ",
     # ProcessGroupNCCL: `[Rank 3]`, `[PG 1 Rank 1]`, `[PG ID 0 PG GUID 0(default_pg) Rank 1]`
     r"\[(?:PG [^\]]{0,60}?)?(?i:Rank) (?P<w>\d+)\]",
-    # a launcher's command line: `'--local_rank=0'` (DeepSpeed's `exits with return code`, `died with <Signals...>`)
+    # a launcher's command line: `'--local_rank=0'` (`died with <Signals...>`; not DeepSpeed's `exits with return code`)
     r"--local[_-]rank[= ]'?(?P<w>\d+)",
     # text-generation-inference's launcher: `Shard 1 failed to start`, `Shard 0 crashed`
     r"\bShard (?P<w>\d+) (?:failed to start|crashed)",
@@ -131,13 +131,23 @@ def _worker_id(w: str) -> str:
     return number_id(tp) if tp is not None else " ".join(ids) or w
 
 
+# DeepSpeed's launcher (deepspeed/launcher/launch.py, `sigkill_handler`) logs `{cmd} exits with return code =
+# {last_return_code}` where `cmd` is the command it built last, for its last local rank, whichever process failed:
+# the code is the failed process's, the command's `--local_rank=N` only the last process the launcher started
+LAST_STARTED = lazy(r"exits with return code = -?\d+")
+_CMD_RANK = _IN_MESSAGE.index(r"--local[_-]rank[= ]'?(?P<w>\d+)")
+
+
 def worker_in_text(lines: list[str]) -> str | None:
-    """The worker a failure's own lines name, by the first rule (in table order) that matches any line."""
+    """The worker a failure's own lines name, by the first rule (in table order) that matches any line (DeepSpeed's
+    return-code line names no worker: see LAST_STARTED)."""
     text = "\n".join(lines)
-    for rx, needs in _rules():
+    for i, (rx, needs) in enumerate(_rules()):
         if needs is not None and not any(s in text for s in needs):
             continue  # a substring test instead of a search a line: no line holds what a match needs
         for ln in lines:
+            if i == _CMD_RANK and LAST_STARTED.search(ln):
+                continue
             m = rx.search(ln)
             if m:
                 return _worker_id(m["w"])
@@ -164,6 +174,7 @@ class Exit:
     text: str
     time: str | None = None
     first: bool = False  # the launcher names it its first observed failure (torchelastic's `Root Cause` row)
+    last_started: bool = False  # its worker is only the last process the launcher started (DeepSpeed's LAST_STARTED)
 
 
 _SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGABRT": 6, "SIGTERM": 15, "SIGBUS": 7, "SIGINT": 2}
@@ -208,6 +219,7 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     lazy(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
 _TABLE_EXITS = EXIT_LINES[-3:]
+_DS_EXIT = EXIT_LINES[1]  # DeepSpeed's `{cmd} exits with return code = N` (LAST_STARTED)
 _HYDRA_EXIT = EXIT_LINES[-1]
 # the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
 # 3` (its first failure), Open MPI's `Exit code:` row under `The first process to do so was:`
@@ -291,10 +303,14 @@ def exits_in_line(text: str, line: int, table_rank: str | None, time: str | None
             w = g.get("w")
             if w is None and rx in _TABLE_EXITS:
                 w = table_rank
-            if w is None:
+            if w is None and rx is _DS_EXIT:
+                cmd = IN_MESSAGE[_CMD_RANK].search(text)
+                w = cmd["w"] if cmd else None
+            elif w is None:
                 w = worker_in_text([text])
             workers = [number_id(w) if w is not None and w.isdigit() else w]
-        return [Exit(line, w, code, text.strip()[:300], time) for w in workers]
+        last = rx is _DS_EXIT and workers != [None]
+        return [Exit(line, w, code, text.strip()[:300], time, last_started=last) for w in workers]
     return []
 
 
