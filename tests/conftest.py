@@ -54,6 +54,28 @@ def sigclass_exe() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "sigclass"]
 
 
+def elastic_row(i: int, rank: int, pid: int, code: int | str, traceback: str, *, time: str = "2024-05-01_10:00:00",
+                host: str = "node1", error_file: str = "<N/A>") -> str:
+    """One failure of torchelastic's ChildFailedError table, as torch.distributed.elastic prints it."""
+    return (f"[{i}]:\n  time      : {time}\n  host      : {host}\n  rank      : {rank} (local_rank: {rank})\n"
+            f"  exitcode  : {code} (pid: {pid})\n  error_file: {error_file}\n  traceback : {traceback}\n")
+
+
+def elastic_signal_row(i: int, rank: int, pid: int, sig: int, name: str, **kw: str) -> str:
+    """A row of a failure ended by a signal (`exitcode : -9`, `Signal 9 (SIGKILL) received by PID N`)."""
+    return elastic_row(i, rank, pid, -sig, f"Signal {sig} ({name}) received by PID {pid}", **kw)
+
+
+def elastic_summary(root: str, failures: str = "", *, script: str = "train.py", width: int = 60) -> str:
+    """torchelastic's ChildFailedError summary: the exception line, then the table (the other failures' rows, if
+    any, then the root cause's row)."""
+    out = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * width + f"\n{script} FAILED\n"
+           + "-" * width + "\n")
+    if failures:
+        out += "Failures:\n" + failures + "-" * width + "\n"
+    return out + "Root Cause (first observed failure):\n" + root + "=" * width + "\n"
+
+
 OOM = (
     "Traceback (most recent call last):\n"
     '  File "/app/train.py", line 42, in <module>\n'

@@ -14,6 +14,7 @@ import pytest
 import sigclass
 from sigclass.text.workers import norm_worker, worker_in_text
 
+from conftest import elastic_signal_row, elastic_summary
 from test_attribution_properties import interleavings
 
 
@@ -428,15 +429,11 @@ KERNEL_KILLED_5556 = ("[Tue Nov 19 14:40:01 2024] Out of memory: Killed process 
                       "anon-rss:61234567kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:120000kB oom_score_adj:0")
 def _elastic_row(i: int, rank: int, pid: int, sig: int = 9, name: str = "SIGKILL") -> str:
     """One failure of torchelastic's ChildFailedError table, ended by a signal."""
-    return (f"[{i}]:\n  time      : 2024-11-19_14:47:20\n  host      : node\n  rank      : {rank} (local_rank: {rank})\n"
-            f"  exitcode  : -{sig} (pid: {pid})\n  error_file: <N/A>\n  traceback : Signal {sig} ({name}) received by PID "
-            f"{pid}\n")
+    return elastic_signal_row(i, rank, pid, sig, name, time="2024-11-19_14:47:20", host="node")
 
 
-ELASTIC_TABLE_TWO_KILLED = (
-    "Traceback (most recent call last):\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
-    + "=" * 60 + "\ntrain.py FAILED\n" + "-" * 60 + "\nFailures:\n" + _elastic_row(1, 3, 5556) + "-" * 60
-    + "\nRoot Cause (first observed failure):\n" + _elastic_row(0, 0, 5555) + "=" * 60 + "\n")
+ELASTIC_TABLE_TWO_KILLED = ("Traceback (most recent call last):\n"
+                            + elastic_summary(_elastic_row(0, 0, 5555), _elastic_row(1, 3, 5556)))
 
 
 def test_the_pid_the_kernel_killed_names_the_worker_over_the_launcher_s_first_observed():
@@ -568,10 +565,9 @@ def test_a_process_s_prefix_inside_a_rank_s_keeps_the_rank(line, worker):
 def test_torchelastic_s_report_names_the_failure_it_observed_first_when_nothing_else_tells():
     # every rank aborted at once and printed nothing: the table's `Root Cause (first observed failure)` row is
     # the best word there is (its first row is just the first of the others)
-    text = ("Traceback (most recent call last):\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
-            + "=" * 56 + "\ntools/train.py FAILED\n" + "-" * 56 + "\nFailures:\n" + _elastic_row(1, 1, 7001, 6, "SIGABRT")
-            + _elastic_row(2, 2, 7002, 6, "SIGABRT") + "-" * 56 + "\nRoot Cause (first observed failure):\n"
-            + _elastic_row(0, 3, 7003, 6, "SIGABRT") + "=" * 56 + "\n")
+    text = "Traceback (most recent call last):\n" + elastic_summary(
+        _elastic_row(0, 3, 7003, 6, "SIGABRT"),
+        _elastic_row(1, 1, 7001, 6, "SIGABRT") + _elastic_row(2, 2, 7002, 6, "SIGABRT"), script="tools/train.py", width=56)
     assert _cause(text) == ("unknown", "3")
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from sigclass.cli.app import app
 from sigclass.authoring.suggest import induce, segments
 
-from conftest import REPO
+from conftest import elastic_row, elastic_summary, REPO
 
 runner = CliRunner()
 CLEAN = REPO / "corpus" / "written" / "clean"
@@ -205,23 +205,10 @@ def test_unknowns_that_raise_the_same_exception_group_together_whatever_their_he
     assert {m.key_line for m in big.members} == {msg.format(32, 3), msg.format(40, 6)}
 
 
-CHILD_FAILED = """\
-  File "/usr/lib/torch/distributed/launcher/api.py", line 245, in launch_agent
-    raise ChildFailedError(
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2024-05-01_10:00:00
-  host      : node1
-  rank      : 1 (local_rank: 1)
-  exitcode  : {code} (pid: 239)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-============================================================
-"""
+CHILD_FAILED = ('  File "/usr/lib/torch/distributed/launcher/api.py", line 245, in launch_agent\n'
+                '    raise ChildFailedError(\n'
+                + elastic_summary(elastic_row(0, 1, 239, "{code}", "To enable traceback see: "
+                                              "https://pytorch.org/docs/stable/elastic/errors.html")))
 
 
 def test_launcher_summaries_and_cut_tracebacks_join_the_failure_their_source_shows(tmp_path: Path):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import elastic_row, elastic_signal_row, elastic_summary
+
 from sigclass.authoring.examples import first_root_family
 from sigclass.ledger.pack import load_ledger
 from sigclass.scan.scanner import Scanner
@@ -47,21 +49,7 @@ def test_a_stop_alone_is_still_its_family(shipped):
 
 
 # torchelastic's summary: its exit code lines are the message of its ChildFailedError, not a stop after it
-CHILD_FAILED_KILL = """\
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2024-05-01_10:00:00
-  host      : node1
-  rank      : 0 (local_rank: 0)
-  exitcode  : -9 (pid: 1234)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 1234
-============================================================
-"""
+CHILD_FAILED_KILL = elastic_summary(elastic_signal_row(0, 0, 1234, 9, "SIGKILL"))
 
 
 def test_a_launcher_summary_keeps_its_exit_code(shipped):
@@ -398,41 +386,23 @@ def test_a_secondary_family_that_gave_way_is_not_guessed_back(mode):
 
 
 # torchelastic stops the siblings, then its summary names the failed rank and prints the error file's traceback
-CHILD_FAILED_RECORDED = """\
-WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 141 closing signal SIGTERM
-ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 140) of binary: /usr/bin/python3
-Traceback (most recent call last):
-  File "/usr/local/bin/torchrun", line 8, in <module>
-    sys.exit(main())
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2024-05-01_10:00:02
-  host      : node1
-  rank      : 1 (local_rank: 1)
-  exitcode  : -15 (pid: 141)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 141
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2024-05-01_10:00:01
-  host      : node1
-  rank      : 0 (local_rank: 0)
-  exitcode  : 1 (pid: 140)
-  error_file: /tmp/torchelastic_abc/none_xyz/attempt_0/0/error.json
-  traceback : Traceback (most recent call last):
-    File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 346, in wrapper
-      return f(*args, **kwargs)
-    File "/workspace/train.py", line 50, in main
-      raise ValueError("num_labels must be 3")
-  ValueError: num_labels must be 3
-  
-============================================================
-"""
+CHILD_FAILED_RECORDED = (
+    "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 141 closing signal SIGTERM\n"
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 140) of binary: "
+    "/usr/bin/python3\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/bin/torchrun", line 8, in <module>\n'
+    "    sys.exit(main())\n"
+    + elastic_summary(
+        elastic_row(0, 0, 140, 1, "Traceback (most recent call last):\n"
+                    '    File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/errors/'
+                    '__init__.py", line 346, in wrapper\n'
+                    "      return f(*args, **kwargs)\n"
+                    '    File "/workspace/train.py", line 50, in main\n'
+                    '      raise ValueError("num_labels must be 3")\n'
+                    "  ValueError: num_labels must be 3\n  ",
+                    time="2024-05-01_10:00:01", error_file="/tmp/torchelastic_abc/none_xyz/attempt_0/0/error.json"),
+        elastic_signal_row(1, 1, 141, 15, "SIGTERM", time="2024-05-01_10:00:02")))
 
 
 def test_the_traceback_torchelastics_summary_prints_is_the_root_of_the_stops_above():
