@@ -259,6 +259,13 @@ class Scanner:
         hit = self.guard.hit
         return any(hit(p, ln) for _, p in mine)
 
+    def ruled_out(self, sig, lines: list[str], text: str | None = None) -> bool:
+        """Whether a block's lines hold one that the family's `none` patterns name: the ledger's word that the block
+        is not that family (for its own patterns and for a learned guess alike). `text` is the lines joined."""
+        guard = self.guard
+        text = "\n".join(lines) if text is None else text
+        return any(not guard.absent(p, text) and any(guard.hit(p, ln) for ln in lines) for p in sig.none)
+
     def classify_block(self, lines: list[str], pids: set[int], facts: Callable[[str], str | None],
                        line_pids: list[set[int] | None] | None = None) -> tuple[Signature, list[str], float] | None:
         """The best family for a block. With line_pids (the prefilter's ids per line), a family's `any`
@@ -290,7 +297,7 @@ class Scanner:
                 continue
             if any(guard.absent(p, text) or not any(guard.hit(p, ln) for ln in lines) for p in sig.all):
                 continue
-            if any(not guard.absent(p, text) and any(guard.hit(p, ln) for ln in lines) for p in sig.none):
+            if sig.none and self.ruled_out(sig, lines, text):
                 continue
             ok = True
             for name, rx in sig.require:

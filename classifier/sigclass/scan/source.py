@@ -452,7 +452,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if guess is not None:
                 fid, prob = guess
                 sig = self.sc.ledger.signatures.get(fid)
-                if sig is not None and not (caused and sig.role == Role.SECONDARY) and not self._ruled_out(sig, texts):
+                if (sig is not None and not (caused and sig.role == Role.SECONDARY)
+                        and not (sig.none and self.sc.ruled_out(sig, texts))):
                     ev = exception_lines(bodies)
                     f = self._make(sig, ev, prob, Method.LEARNED, blk.start, end_line, blk.time, worker, stream, unit, bodies,
                                    [strip_ts(e) for e in ev[:1]])
@@ -471,15 +472,6 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             mitigation="", family_role=Role.ROOT, unit=unit, stream=stream, block=bodies, timed=timed,
         )
         self._emit(f)
-
-    def _ruled_out(self, sig: Signature, texts: list[str]) -> bool:
-        """Whether a block holds a line the family's `none` patterns name: the ledger's word that it is not the
-        family, for a learned guess as for its own patterns."""
-        if not sig.none:
-            return False
-        guard = self.sc.guard
-        text = "\n".join(texts)
-        return any(not guard.absent(p, text) and any(guard.hit(p, ln) for ln in texts) for p in sig.none)
 
     def _ask_learned(self, bodies: list[str], worker: str | None) -> tuple[str, float] | None:
         """The learned callback's guess; one that wants facts also gets the source's facts for the worker."""
