@@ -510,6 +510,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not found on PATH: {', '.join(missing)} (pip install -e '.[bench]' gives rg)", file=sys.stderr)
         return 2
     env = dict(os.environ)
+    # An installed wheel has its modules compiled to bytecode when pip installs it; with
+    # PYTHONDONTWRITEBYTECODE set (some images set it) an editable install compiles ~60 modules again at every
+    # start (~60 ms of a small scan). The timed commands run without it, so the warm-up run writes the bytecode
+    # and the start-up figure is an installed package's; the header says when it was unset.
+    bytecode_unset = env.pop("PYTHONDONTWRITEBYTECODE", None) is not None
     if a.no_db_cache:
         env["SIGCLASS_CACHE_DIR"] = "off"
     elif "SIGCLASS_CACHE_DIR" not in env:
@@ -544,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
                  "tree": tree_state(), "rss_method": t["rss_method"], "engine": a.engine or "sigclass's default",
                  "engines_importable": engine_available(python), "signatures": t["signatures"],
                  "patterns": len(pats), "patterns_unique": len(set(pats)), "rg_rejected": rg_bad,
-                 "grep_rewritten": len(rewritten), "grep_rejected": grep_bad, "cases": []}
+                 "grep_rewritten": len(rewritten), "grep_rejected": grep_bad, "bytecode_unset": bytecode_unset,
+                 "cases": []}
     try:
         if a.log:
             man = gen_log.manifest_for(a.log)
@@ -589,6 +595,8 @@ def print_table(doc: dict, r: dict) -> None:
       f"load avg {r['loadavg_before']} -> {r['loadavg_after']}")
     t = doc["tree"]
     w(f"tree     commit {t['commit']}" + (f", local edits in {', '.join(t['dirty'])}" if t["dirty"] else ", clean"))
+    if doc.get("bytecode_unset"):
+        w("python   PYTHONDONTWRITEBYTECODE unset for the timed commands (bytecode written once, as an install does)")
     eng = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in doc["engines_importable"].items())
     w(f"ledger   {doc['signatures']} signatures; {doc['patterns']} patterns, {doc['patterns_unique']} unique; "
       f"engine: {doc['engine']} (importable: {eng})")
