@@ -376,9 +376,13 @@ def test_a_trial_actor_s_copy_of_a_train_worker_s_fault_is_not_its_origin(lines)
 @pytest.mark.parametrize("prefix, worker", [
     ("[0]<stderr>:", "0"),  # Open MPI's --tag-output (Horovod's mpirun)
     ("[1,2]<stdout>:", "2"),
+    ("node-2: ", "node-2"),  # pdsh (DeepSpeed's and Accelerate's multi-node runners)
+    ("gpu187: ", "gpu187"),
+    ("gpu187:2: ", "gpu187:2"),  # pdsh's host before torchrun's --tee rank
+    ("10.0.0.7: ", "10.0.0.7"),
 ])
 def test_the_shell_s_killed_on_a_worker_s_prefixed_line_is_that_worker_s_kill(prefix, worker):
-    assert _cause([f"{prefix}Killed"]) == ("host-oom-killed", worker)
+    assert _cause([f"{prefix}Killed"]) == ("host-oom-killed", norm_worker(worker))
 
 
 def test_a_killed_rank_outranks_its_peers_gloo_errors():

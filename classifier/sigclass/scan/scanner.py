@@ -117,9 +117,12 @@ class _PatternGuard:
 
 def _after_prefix(src: str) -> str:
     """A pattern anchored at the line start, for the prefilter: the line may begin with a worker prefix
-    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`, `3: `, `(pid=12, ip=...) `, Open MPI's `[1,3]<stderr>:`)
-    that the confirming match, on the line without its prefix, no longer sees."""
-    return r"(?:^|\]:|>:|^[0-9]+: |\) )" + src[1:] if src.startswith("^") else src
+    (`[rank3]:`, the JSON-lines adapter's `[sc:...]:`, `3: `, `(pid=12, ip=...) `, Open MPI's `[1,3]<stderr>:`,
+    pdsh's host: `node-2: `, `gpu187: `, `gpu187:2: `, `10.0.0.7: `) that the confirming match, on the line
+    without its prefix, no longer sees. Any `: ` is let past here (text/prefixes.py decides what a prefix is, and
+    a line whose `...: ` is not one fails the confirming match): spelling the host forms out as `^[A-Za-z]...: `
+    alternatives made Hyperscan (0.9.1) miss `[sc:...]:Killed` lines when two such patterns shared a database."""
+    return r"(?:^|\]:|>:|: |\) )" + src[1:] if src.startswith("^") else src
 
 
 class Scanner:
