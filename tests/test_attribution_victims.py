@@ -395,3 +395,18 @@ def test_a_killed_rank_outranks_its_peers_gloo_errors():
         "[1]<stderr>:Aborted (core dumped)",
     ]
     assert _cause(lines) == ("host-oom-killed", "0")
+
+
+# --------------------------------------------------------------------------- the same unknown error on every rank
+
+def _keyerror(prefix: str, *, header: bool = True) -> list[str]:
+    lines = ['  File "train_itm.py", line 221, in main', '    LOGGER.info(f"image retrieval R1: "', "KeyError: 'img_r1'"]
+    return [prefix + x for x in (["Traceback (most recent call last):"] if header else []) + lines]
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_an_unknown_error_every_rank_raises_alike_began_on_the_rank_printed_first(header):
+    # Horovod's mpirun (Open MPI's --tag-output): rank 2's traceback comes first (its head cut off or not); ranks 1
+    # and 3 print the same error after it. No timestamps: the first printed is the first that failed, not the lowest rank
+    lines = _keyerror("[1,2]<stderr>:", header=header) + _keyerror("[1,1]<stderr>:") + _keyerror("[1,3]<stderr>:")
+    assert _cause(lines) == ("unknown", "2")
