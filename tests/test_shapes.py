@@ -215,3 +215,27 @@ def test_a_fault_shape_is_an_error_of_its_own_for_the_verdict(shipped):
                             "remote process exited or there was a network error, NCCL version 2.21.5\n")
     assert (res.verdict.cause.family, res.verdict.cause.worker) == ("unknown", "2")
     assert res.verdict.cause.confidence == 0.5
+
+
+def _glog_dump(signal_line: str) -> str:
+    # glog's failure-signal handler (InstallFailureSignalHandler), each line under glog's own prefix as PaddlePaddle
+    # logs it: `*** Aborted at` first whatever the signal, then `PC:`, then the line naming the signal
+    head = "W0312 08:15:02.{:06d}  4242 init.cc:234] "
+    body = ['*** Aborted at 1710231302 (unix time) try "date -d @1710231302" if you are using GNU date ***',
+            "PC: @                0x0 (unknown)", signal_line,
+            "    @     0x7f3a1c2e4980 (unknown)", "    @     0x7f3a1bf6fe6d (unknown)"]
+    return "".join(head.format(17 + i) + b + "\n" for i, b in enumerate(body))
+
+
+@pytest.mark.parametrize("signal_line, family", [
+    ("*** SIGSEGV (@0x110) received by PID 4242 (TID 0x7f3a1c3f0740) stack trace: ***", "segfault"),
+    ("*** SIGBUS (@0x7f3a0142f000) received by PID 4242 (TID 0x7f3a1c3f0740) from PID 21164032; stack trace: ***",
+     "shm-exhausted"),
+    ("*** SIGFPE (@0x7f3a1c2e4980) received by PID 4242 (TID 0x7f3a1c3f0740) from PID 4242; stack trace: ***", "unknown"),
+])
+def test_a_glog_failure_signal_dump_is_the_signal_s_failure_alone(shipped, signal_line, family):
+    # the `*** Aborted at` line says only that some signal came: no unknown failure of its own in front of the signal's
+    res = shipped.scan_text(_glog_dump(signal_line))
+    roots = [f.family for f in res.findings if f.role != Role.SECONDARY]
+    assert roots == [family]
+    assert res.verdict.cause.family == family and res.verdict.cause.line == 3

@@ -145,15 +145,18 @@ FAULTS: tuple[Shape, ...] = (
        ("[node1:5:0:5] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)",
         "Caught signal 8 (no, a test fixture) skipped")),
     # the failure-signal handlers of absl (`*** SIGABRT received at time=1700000000 on cpu 3 ***`) and glog
-    # (`*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***`,
-    # `*** SIGFPE (@0x7f...) received by PID 5 (TID 0x7f...) from PID 5; stack trace: ***`); a SIGSEGV in the
-    # block below makes it the segfault family's
-    _s("failure-signal", r"\*\*\* Aborted at |\*\*\* SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=|\(@0x)",
-       r"^\*\*\* (?:Aborted at \d+ \(unix time\)|SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=\d+|\(@0x[0-9a-f]+\) received by PID))",
+    # (`*** SIGFPE (@0x7f...) received by PID 5 (TID 0x7f...) from PID 5; stack trace: ***`). glog's first line,
+    # `*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***`, is printed for
+    # every signal, before `PC: @ ...` and the line naming the signal: that line says what happened (a SIGSEGV or
+    # SIGBUS line is a family's, SIGABRT, SIGFPE, SIGILL and SIGTRAP this shape's). Under glog's own prefix
+    # (`W1120 09:43:20.044389 1234 init.cc:234] `, PaddlePaddle's) each line is a record of its own, so a block
+    # opened at `Aborted at` ended before the signal's line and stood as an unknown failure in front of it
+    _s("failure-signal", r"\*\*\* SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=|\(@0x)",
+       r"^\*\*\* SIG(?:ABRT|FPE|ILL|TRAP) (?:received at time=\d+|\(@0x[0-9a-f]+\) received by PID)",
        ("*** SIGABRT received at time=1700000000 on cpu 3 ***",
-        '*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***',
         "*** SIGFPE (@0x3e800004e7e) received by PID 20094 (TID 0x7fa86fc9df00) from PID 20094; stack trace: ***"),
-       ("INFO *** Aborted at the user's request", "*** SIGABRT handler installed ***")),
+       ("INFO *** Aborted at the user's request", "*** SIGABRT handler installed ***",
+        '*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***')),
     # libstdc++'s message line of an uncaught exception when the `terminate called ...` line above it is lost
     # (interleaved streams): `  what():  basic_string::substr`
     _s("cpp-what", r"what\(\): ", r"^what\(\): ",
