@@ -667,3 +667,41 @@ def test_slurm_s_step_daemon_naming_its_node_is_no_pdsh_host():
     text = ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411.0. Some of your processes may have "
             "been killed by the cgroup out-of-memory handler.\nsrun: error: gpu20-15: task 2: Out Of Memory\n")
     assert _cause(text) == ("host-oom-killed", "2")
+
+
+# --------------------------------------------------------------------------- NCCL's own prefix, Ray actors with a path
+
+NCCL_INIT_FAILURE = """\
+gpu-node-3:4410:4512 [1] NCCL INFO Channel 00/02 :    0   1
+gpu-node-3:4411:4513 [2] misc/nvmlwrap.cc:187 NCCL WARN nvmlDeviceGetHandleByPciBusId() failed: Not Found
+gpu-node-3:4411:4513 [2] NCCL INFO init.cc:1012 -> 2
+gpu-node-3:4411:4411 [2] NCCL INFO init.cc:1929 -> 2
+Traceback (most recent call last):
+  File "train.py", line 12, in <module>
+    dist.barrier()
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
+"""
+
+
+@pytest.mark.parametrize("worker, same", [
+    ("gpu-node-3:4411:4513 [2]", "gpu-node-3:4411"), ("10-0-4-11:62452:62548 [0]", "10-0-4-11:62452"),
+])
+def test_nccl_s_host_pid_tid_prefix_is_its_process(worker, same):
+    assert norm_worker(worker) == norm_worker(same)
+    assert norm_worker(worker) != norm_worker(worker.replace(":4411:", ":4410:").replace(":62452:", ":62453:"))
+
+
+def test_nccl_s_warning_names_the_process_that_failed():
+    line = "gpu-node-3:4411:4513 [2] misc/nvmlwrap.cc:187 NCCL WARN nvmlDeviceGetHandleByPciBusId() failed: Not Found"
+    assert norm_worker(worker_in_text([line])) == norm_worker("gpu-node-3:4411")
+    assert worker_in_text(["gpu-node-3:4411:4513 [2] NCCL INFO Bootstrap : Using eth0:10.0.0.3<0>"]) is not None
+    assert worker_in_text(["node:12:34 [1] is not NCCL's line"]) is None
+    family, worker = _cause(NCCL_INIT_FAILURE)
+    assert family == "nccl-error" and worker == norm_worker("gpu-node-3:4411")
+
+
+def test_a_ray_actor_named_with_a_path_is_a_worker_prefix():
+    from sigclass.text.lines import split_line
+
+    ln = split_line("(model_worker/7 pid=20331) ncclRemoteError: A call failed possibly due to a network error")
+    assert ln.prefix_kind == "ray" and ln.stream.id == "20331" and ln.body.startswith("ncclRemoteError")

@@ -43,9 +43,9 @@ PREFIXES: tuple[Prefix, ...] = (
     # `(VllmWorker PP1_TP0 pid=722)`); the census counts a name directly followed by the pid, or a bare pid (not a
     # prefix with a rank before its pid). The key=value pairs and rank words before the pid, none of them a pid, are
     # possessive: a line that is not a prefix fails in time linear in its length
-    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:-]*+)(?:[ ,]++(?!pid=)(?:[A-Za-z_]\w*+=[\w.:-]++|" + PARALLEL_RANK
+    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:/-]*+)(?:[ ,]++(?!pid=)(?:[A-Za-z_]\w*+=[\w.:-]++|" + PARALLEL_RANK
                   + r"(?=[ ,])))*+[ ,]++pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ",
-           r"\((?:(?P<name>[A-Za-z_][\w.:-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
+           r"\((?:(?P<name>[A-Za-z_][\w.:/-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
     # srun's `--label` pads the task id to the width of the largest (`"%*d: "`): ` 3: ` among 10 or more tasks,

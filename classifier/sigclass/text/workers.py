@@ -79,6 +79,10 @@ _IN_MESSAGE = (
     # JAX's multi-process runtime: `process_index=3`, `process_id: 3`
     r"(?<![\w-])process_(?:index|id)[=:] ?(?P<w>\d+)\b",
     r"(?<![\w-])local_rank[=:] ?(?P<w>\d+)\b",
+    # NCCL's own line prefix (`"%s:%d:%d [%d] "`: host, pid, thread, CUDA device): `node1:6897:7102 [2] NCCL INFO
+    # ...`, a warning with its source line first (`node1:6897:7102 [2] misc/nvmlwrap.cc:187 NCCL WARN ...`); the
+    # worker is the process, host:pid
+    r"^(?P<w>[\w.-]+:\d+):\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL (?:INFO|WARN|ERROR|TRACE|ABORT)",
 )
 IN_MESSAGE: tuple[re.Pattern[str], ...] = tuple(lazy(p) for p in _IN_MESSAGE)
 # A remote error relayed by another process names the process it came from: Ray's
@@ -325,6 +329,7 @@ _HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # Open MPI's `[jobid,rank]` (its `--tag-output` prefix `[1,12]<stderr>:`, since 5.0 also with the whole namespace,
 # `[prterun-node01-4242@1,12]`) and its process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`): the rank
 _MPI_ID = lazy(r"^\[?(?:\[\d+,\d+\]|(?:[\w.-]+@)?\d+),(\d+)\]?(?:<std(?:out|err)>:?)?$")
+_NCCL_ID = lazy(r"^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ ?\[\d+\]:?$")
 _ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
 
 
@@ -336,6 +341,9 @@ def norm_worker(w: object) -> str | None:
     if w is None:
         return None
     s = str(w).strip()
+    nccl = _NCCL_ID.match(s)
+    if nccl is not None:  # NCCL's `host:pid:tid [dev]`: the process
+        return norm_worker(f"{nccl['host']}:{nccl['pid']}")
     mpi = _MPI_ID.match(s)
     if mpi is not None:
         return number_id(mpi.group(1))
