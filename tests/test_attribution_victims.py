@@ -410,3 +410,27 @@ def test_an_unknown_error_every_rank_raises_alike_began_on_the_rank_printed_firs
     # and 3 print the same error after it. No timestamps: the first printed is the first that failed, not the lowest rank
     lines = _keyerror("[1,2]<stderr>:", header=header) + _keyerror("[1,1]<stderr>:") + _keyerror("[1,3]<stderr>:")
     assert _cause(lines) == ("unknown", "2")
+
+
+# --------------------------------------------------------------------------- SIGTERM lines, then the agent's ChildFailedError
+
+def _agent_raises(code: str) -> list[str]:
+    return [
+        "W1006 18:04:10.189615 1264 torch/distributed/elastic/multiprocessing/api.py:851] Sending process 121 closing signal SIGTERM",
+        f"E1006 18:04:10.454885 1264 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: {code}) "
+        "local_rank: 5 (pid: 119) of binary: /opt/conda/bin/python",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/bin/torchrun", line 33, in <module>',
+        "    sys.exit(main())",
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/launcher/api.py", line 263, in launch_agent',
+        "    raise ChildFailedError(",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    ]
+
+
+def test_the_sigterm_before_the_agent_s_child_failed_error_is_a_victim():
+    res = sigclass.classify("\n".join(_agent_raises("1")) + "\n")
+    stop = next(f for f in res.findings if f.family == "process-killed-by-signal")
+    assert stop.role == "secondary"
+    assert [f.family for f in res.findings if f.role != "secondary"][0] == "unknown"
+    assert (res.verdict.cause.family, norm_worker(res.verdict.cause.worker)) == ("unknown", "5")

@@ -165,6 +165,8 @@ def _names_root(f: Finding, g: Finding) -> bool:
     unhandled exception, a failed check: shapes.FAULTS)."""
     if g.family != UNKNOWN:
         return True
+    if f.family == "process-killed-by-signal" and _child_failed(g.block):
+        return True  # the launcher's ChildFailedError: a child failed, and the SIGTERM lines above stopped its siblings
     if g.block and SUMMARY_TRACEBACK.match(g.block[0]) and any(EXC_LINE.match(b.lstrip()) for b in g.block[1:]):
         return True
     if startup_report_only(f) and any(EXC_LINE.match(b.lstrip()) for b in g.block):
@@ -172,6 +174,17 @@ def _names_root(f: Finding, g: Finding) -> bool:
     return is_report(g) or (f.family == "ray-actor-died"
                              and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) or fault_line(b)
                                      for b in g.block))
+
+
+# torchelastic's agent raises ChildFailedError when a worker failed, after sending SIGTERM to the others; a worker
+# stopped from outside shows as a stop signal in its row of the table (exitcode -15, `Signal 15 (SIGTERM)`)
+_CHILD_FAILED = lazy(r"(?:^|[.\s])ChildFailedError:")
+_STOPPED_CHILD = lazy(r"exitcode *: -(?:1|2|15) |Signal (?:1|2|15) \(SIG")
+
+
+def _child_failed(block: list[str]) -> bool:
+    """Whether a block is a launcher's ChildFailedError for a worker that failed of itself (not one stopped)."""
+    return any(_CHILD_FAILED.search(b) for b in block) and not any(_STOPPED_CHILD.search(b) for b in block)
 
 
 def _after(f: Finding, g: Finding) -> bool:
