@@ -67,6 +67,7 @@ _SURE = {_UNDER_STOP: 0.3, TIER_UNKNOWN: 0.5, TIER_NCCL: 0.6, TIER_UNSEEN: 0.35,
 # a failed child (`Killing subprocess N`, `Sending process N closing signal SIGTERM`) or its ChildFailedError
 # report is not one: those follow a failure, they never start one
 _SIGNAL_WORDS = lazy(r"[Rr]eceived (?:signal )?(?:SIG|\d)|death signal|got signal|[Cc]aught SIG|Got SIG"
+                           r"|closing signal SIG(?:HUP|INT)"  # the agent forwards a hang-up or Ctrl-C it received
                            r"|Signal \d+ \(SIG|CANCELLED|: Terminated|task \d+: Terminated|KeyboardInterrupt|SignalException"
                            r"|exitcode *: -(?:1|2|15) ")
 # stopped from outside: what a launcher's teardown or a scheduler does to every worker (the least telling)
