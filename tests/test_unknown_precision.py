@@ -565,3 +565,22 @@ def test_the_same_import_with_no_warning_above_is_an_import_error(shipped):
 def test_a_warning_above_another_exception_does_not_hide_it(shipped):
     text = WARNED_IMPORT.replace("ModuleNotFoundError: No module named 'triton'", "ValueError: bad block size 7")
     assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]
+
+
+TRACKER = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.10/multiprocessing/resource_tracker.py", line 209, in main',
+    "    cache[rtype].remove(name)",
+    "KeyError: '/loky-20105-_31z_nje'",
+]
+
+
+@pytest.mark.parametrize("prefix", ["", "(model_worker/1 pid=20105) "])
+def test_the_resource_tracker_s_own_keyerror_at_exit_is_no_failure(shipped, prefix):
+    text = "".join(prefix + x + "\n" for x in TRACKER)
+    assert shipped.scan_text(text).findings == []
+
+
+def test_a_traceback_through_user_code_that_ends_in_the_tracker_is_still_one(shipped):
+    lines = TRACKER[:1] + ['  File "/work/train.py", line 41, in <module>', "    pool.close()"] + TRACKER[1:]
+    assert first_root_family(shipped.scan_text("\n".join(lines) + "\n").findings) == "unknown"

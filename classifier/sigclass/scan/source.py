@@ -22,7 +22,7 @@ from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import,
-    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP,
+    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP, tracker_noise,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -436,6 +436,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                                          blk.line_pids)
         if res is None and blk.ignored:
             return  # an exception CPython says it ignored (a finalizer's, an exit function's): no failure of the run
+        if res is None and tracker_noise(bodies):
+            return  # multiprocessing's resource tracker failing its own bookkeeping at exit
         if blk.warned and (res is None or res[0].id == "import-error") and caught_import(bodies):
             return  # an optional import that failed, logged under the warning that the program goes on without it
         end_line = blk.lines[-1][0]

@@ -74,6 +74,19 @@ SHELL_STOP = lazy(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]
 # deallocator ...`, `Exception ignored in atexit callback ...`), `Error in atexit._run_exitfuncs:` (before 3.13)
 IGNORED = lazy(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
 
+# a traceback of multiprocessing's resource tracker, the helper process that unlinks shared memory and semaphores at
+# exit (`File ".../multiprocessing/resource_tracker.py", line 209, in main` / `cache[rtype].remove(name)` /
+# `KeyError: '/loky-20105-_31z_nje'`, a CPython bookkeeping error joblib's and Ray's workers print as they end):
+# its own failure, after the run's work, never the run's
+_TRACKER_FRAME = lazy(r'File "[^"]*multiprocessing[/\\]resource_tracker\.py", line \d+')
+
+
+def tracker_noise(bodies: list[str]) -> bool:
+    """Whether every frame of a block is in multiprocessing's resource tracker (and it has one)."""
+    frames = [b for b in bodies if b.lstrip().startswith('File "')]
+    return bool(frames) and all(_TRACKER_FRAME.search(b) for b in frames)
+
+
 # a logger's warning that the program goes on without something (xformers: `A matching Triton is not available, some
 # optimizations will not be enabled`, logged with the ImportError it caught as exc_info)
 FALLBACK_WARNING = lazy(r"\bWARN(?:ING)?\b.*(?:\bnot available\b|\bunavailable\b|will not be (?:enabled|used)"
