@@ -245,3 +245,28 @@ def test_a_fault_line_of_its_own_keeps_its_group_beside_the_sources_exception(tm
     assert sorted(g.count for g in groups) == [1, 1]
     assert any("ZeroDivisionError" in g.template for g in groups)
     assert any(g.template.startswith("Failed: Cuda error") for g in groups)
+
+
+def test_torchelastic_s_failed_line_groups_by_its_exit_code_whatever_its_header(tmp_path: Path):
+    from sigclass.authoring.suggest import group_unknowns
+    from sigclass.ledger.pack import load_ledger
+
+    glog = ("E1006 18:04:10.454885 1264 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: {c}) "
+            "local_rank: {r} (pid: {p}) of binary: /opt/conda/bin/python\n")
+    logging = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: {c}) local_rank: {r} (pid: {p}) of binary: /usr/bin/python3\n"
+    (tmp_path / "a.log").write_text(glog.format(c=1, r=5, p=119))
+    (tmp_path / "b.log").write_text(logging.format(c=1, r=2, p=5939))
+    (tmp_path / "c.log").write_text(logging.format(c=-6, r=0, p=142437))
+    own = "[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/x/t.py\", line 3, in main\n" \
+          "[rank1]:     n = total // steps\n[rank1]: ZeroDivisionError: integer division or modulo by zero\n"
+    (tmp_path / "d.log").write_text(own + glog.format(c=1, r=1, p=77))
+    groups = group_unknowns([tmp_path / n for n in ("a.log", "b.log", "c.log", "d.log")], load_ledger())
+    by_file: dict[str, set[str]] = {}
+    for g in groups:
+        for m in g.members:
+            by_file.setdefault(Path(m.source).name, set()).add(g.template)
+    assert by_file["a.log"] == by_file["b.log"] == {"failed (exitcode: 1) local_rank: <NUM>"}
+    assert by_file["c.log"] == {"failed (exitcode: -6) local_rank: <NUM>"}
+    assert by_file["d.log"] == {"ZeroDivisionError: integer division or modulo by zero"}  # the report joins its cause
+    key = next(m.key_line for g in groups for m in g.members if Path(m.source).name == "a.log")
+    assert key.startswith("failed (exitcode: 1) local_rank: 5")  # the header left out: a draft's regex reads the words

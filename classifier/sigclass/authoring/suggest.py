@@ -26,7 +26,7 @@ import yaml
 
 from sigclass.errors import InputError
 from sigclass.runs.layouts import identify, is_source, run_of
-from sigclass.authoring.template import exception_key, is_launcher_report, says_something
+from sigclass.authoring.template import exception_key, is_launcher_report, report_key, says_something
 from sigclass.text.lines import mask, MASKS
 from sigclass.vocab import Role, SignatureMode, Status
 
@@ -159,6 +159,9 @@ def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
             # the exception the block raised tells failures apart; its header often does not
             got = exception_key(block)
             said = not is_launcher_report(got[1]) if got is not None else says_something(block)
+            if got is None:
+                got = report_key(fd.evidence[-1])  # a launcher's word that a worker failed: a report, said nothing
+                said = said and got is None
             key_line, template = got if got else (fd.evidence[-1], " | ".join(mask(e) for e in fd.evidence[-2:]))
             gid = _template_id(template) if got else fd.fingerprint
             member = Member(res.source, fd.line, run, fd.worker or pworker or str(f), key_line, list(fd.block))

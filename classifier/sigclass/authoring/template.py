@@ -55,6 +55,21 @@ def exception_key(block: Sequence[str]) -> tuple[str, str] | None:
     return key, template
 
 
+# torchelastic's line for a worker that failed, under whatever header a log puts before it (glog's `E1006
+# 18:04:10.454885 1264 torch/distributed/elastic/multiprocessing/api.py:826] `, Python logging's
+# `ERROR:torch.distributed.elastic.multiprocessing.api:`): `failed (exitcode: 1) local_rank: 5 (pid: 119) of binary: ...`
+_ELASTIC_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: \d+")
+
+
+def report_key(line: str) -> tuple[str, str] | None:
+    """(key line, template) of a launcher's line that a worker failed, or None: the line from its own words on (no
+    log header), the exit code kept in the template (1, an error the worker raised, is not -6, a SIGABRT)."""
+    m = _ELASTIC_FAILED.search(line)
+    if m is None:
+        return None
+    return line[m.start():].strip(), f"failed (exitcode: {m['code']}) local_rank: <NUM>"
+
+
 def is_launcher_report(template: str) -> bool:
     """Whether a template is a launcher's summary of a failed child (an exception with no message, then the
     table's exit code): it reports a failure rather than being one."""
