@@ -434,3 +434,13 @@ def test_the_sigterm_before_the_agent_s_child_failed_error_is_a_victim():
     assert stop.role == "secondary"
     assert [f.family for f in res.findings if f.role != "secondary"][0] == "unknown"
     assert (res.verdict.cause.family, norm_worker(res.verdict.cause.worker)) == ("unknown", "5")
+
+
+def test_every_rank_s_watchdog_without_a_timestamp_began_on_the_rank_printed_first():
+    def wd(r: int, ms: int) -> str:
+        return (f"[rank{r}]:[E ProcessGroupNCCL.cpp:754] [Rank {r}] Watchdog caught collective operation timeout: "
+                f"WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for {ms} milliseconds "
+                "before timing out.")
+    lines = [wd(2, 600381), "host:6727:7168 [1] NCCL INFO [Service thread] Connection closed by localRank 2",
+             wd(0, 600528), wd(1, 600916)]
+    assert _cause(lines) == ("nccl-watchdog-timeout", "2")

@@ -112,8 +112,9 @@ class _Cand:
     ordinal: int  # its place among its worker's failures (file order is time order within one worker)
     basis: str
     process: str | None = None  # the process whose lines these are (a Ray actor holding a rank is one process)
-    first: int = 0  # among equal direct (or unknown) faults of different workers with no time of their own: the first
-    # printed (an unknown error every rank raises alike, a KeyError in shared code, began where it was printed first)
+    first: int = 0  # among equal faults of different workers with no time of their own (direct, unknown, NCCL errors,
+    # victims): the first printed (an unknown error every rank raises alike, a KeyError in shared code, or every rank's
+    # watchdog timeout with no timestamp: it began where it was printed first, not on the lowest rank)
     helper: bool = False  # printed by a helper process of a worker (vLLM's EngineCore): a copy when a worker shows it too
     killed: str | None = None  # the pid the kernel's OOM killer names in it
     report: bool = False  # a launcher's own report of its failed children (its ChildFailedError), in no worker's lines
@@ -388,7 +389,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     for c in sorted(cands, key=lambda c: c.line):
         launcher = c.tier in (TIER_REPORT, TIER_EXITED)
         c.ordinal = 0 if launcher else per_worker.get(c.worker, 0)
-        if c.tier in (TIER_DIRECT, TIER_UNKNOWN) or (c.tier == TIER_SUMMARY and c.in_order):
+        if c.tier in (TIER_DIRECT, TIER_UNKNOWN, TIER_NCCL, TIER_SECONDARY) or (c.tier == TIER_SUMMARY and c.in_order):
             # a launcher's summary lists workers in its own order (torchelastic's root cause last); srun and Hydra
             # report each task's end as it happens, so the one they report first ended first
             c.first = c.line
