@@ -23,9 +23,12 @@ class Prefix:
     names_rank: bool = False  # the id is a rank of a distributed job
 
 
+# (A repeated group is made possessive as an atomic group, `(?>(?:...)*)`, not as `(?:...)*+`: the `re` of early
+# CPython 3.11 releases (Debian 12's 3.11.2 among them) fails a possessive group repeat that must match nothing
+# when the group holds a look-ahead, and so missed every Ray and vLLM process prefix; tests/test_prefix_regex.py.)
 # the parallel ranks in a process title (`TP1`, `PP1_TP0`, `DP0`): vLLM's multiprocessing worker decorates its logs
 # with `VllmWorker {PP<n>}{_}{TP<n>}` (each part only when that size is over 1)
-PARALLEL_RANK = r"(?:TP|DP|PP|EP)\d{1,5}+(?:_(?:TP|DP|PP|EP)\d{1,5}+)*+"
+PARALLEL_RANK = r"(?:TP|DP|PP|EP)\d{1,5}+(?>(?:_(?:TP|DP|PP|EP)\d{1,5}+)*)"
 
 PREFIXES: tuple[Prefix, ...] = (
     # the JSON-lines adapter's own prefix (see `jsonl_prefix`)
@@ -43,8 +46,8 @@ PREFIXES: tuple[Prefix, ...] = (
     # `(VllmWorker PP1_TP0 pid=722)`); the census counts a name directly followed by the pid, or a bare pid (not a
     # prefix with a rank before its pid). The key=value pairs and rank words before the pid, none of them a pid, are
     # possessive: a line that is not a prefix fails in time linear in its length
-    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:/-]*+)(?:[ ,]++(?!pid=)(?:[A-Za-z_]\w*+=[\w.:-]++|" + PARALLEL_RANK
-                  + r"(?=[ ,])))*+[ ,]++pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ",
+    Prefix("ray", r"\((?P<name>[A-Za-z_][\w.:/-]*+)(?>(?:[ ,]++(?!pid=)(?:[A-Za-z_]\w*+=[\w.:-]++|" + PARALLEL_RANK
+                  + r"(?=[ ,])))*)[ ,]++pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ",
            r"\((?:(?P<name>[A-Za-z_][\w.:/-]*)[ ,]+)?pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) "),
     Prefix("ray", r"\(pid=(?P<w>\d+)(?:, ip=[\d.:a-f]+)?\) ", None),
     Prefix("tee", r"(?P<w>\d{1,4}): ", "=", names_rank=True),
@@ -65,7 +68,7 @@ PREFIXES: tuple[Prefix, ...] = (
     # name needs a hyphen and a digit, so `python3: can't open file` or `RuntimeError: ` stay lines of their own
     # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins; nor is Slurm's step
     # daemon naming its node, `slurmstepd-gpu20-15: error: ...`)
-    Prefix("host", r"(?P<w>(?![Ss]hard-\d|slurmstepd-)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?:-[A-Za-z0-9_]++)++"
+    Prefix("host", r"(?P<w>(?![Ss]hard-\d|slurmstepd-)(?=[\w-]*\d)[A-Za-z][A-Za-z0-9_]*+(?>(?:-[A-Za-z0-9_]++)+)"
                    r"|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
     # ... and a bare host name of letters then digits (`gpu1504: `, `node01: `, Slurm's and pdsh's usual names): not a
     # program's own name before its message (`python3: can't open file`, `pip3: `) nor a word a log counts with
