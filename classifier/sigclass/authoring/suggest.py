@@ -159,9 +159,8 @@ def group_unknowns(paths: Iterable[str | Path], ledger) -> list[Group]:
             # the exception the block raised tells failures apart; its header often does not
             got = exception_key(block)
             said = not is_launcher_report(got[1]) if got is not None else says_something(block)
-            if got is None:
-                got = report_key(fd.evidence[-1])  # a launcher's word that a worker failed: a report, said nothing
-                said = said and got is None
+            if got is None and (report := report_key(fd.evidence[-1])) is not None:
+                got, said = report, False  # a launcher's word that a worker failed: a report, it says nothing itself
             key_line, template = got if got else (fd.evidence[-1], " | ".join(mask(e) for e in fd.evidence[-2:]))
             gid = _template_id(template) if got else fd.fingerprint
             member = Member(res.source, fd.line, run, fd.worker or pworker or str(f), key_line, list(fd.block))

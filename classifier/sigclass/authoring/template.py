@@ -21,6 +21,7 @@ from typing import Sequence
 
 from sigclass.learn.blocktext import exception_match, strip_prefix
 from sigclass.text.lines import mask, split_line
+from sigclass.text.workers import ELASTIC_FAILED
 
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _RULE = re.compile(r"^[\s^~=\-]*$")
@@ -55,16 +56,12 @@ def exception_key(block: Sequence[str]) -> tuple[str, str] | None:
     return key, template
 
 
-# torchelastic's line for a worker that failed, under whatever header a log puts before it (glog's `E1006
-# 18:04:10.454885 1264 torch/distributed/elastic/multiprocessing/api.py:826] `, Python logging's
-# `ERROR:torch.distributed.elastic.multiprocessing.api:`): `failed (exitcode: 1) local_rank: 5 (pid: 119) of binary: ...`
-_ELASTIC_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: \d+")
-
-
 def report_key(line: str) -> tuple[str, str] | None:
-    """(key line, template) of a launcher's line that a worker failed, or None: the line from its own words on (no
-    log header), the exit code kept in the template (1, an error the worker raised, is not -6, a SIGABRT)."""
-    m = _ELASTIC_FAILED.search(line)
+    """(key line, template) of torchelastic's line that a worker failed (`text.workers.ELASTIC_FAILED`), or None:
+    the line from its own words on, without the header a log puts before it (glog's `E1006 18:04:10.454885 1264
+    torch/.../api.py:826] `, Python logging's `ERROR:torch.distributed.elastic.multiprocessing.api:`), the exit code
+    kept in the template (1, an error the worker raised, is not -6, a SIGABRT)."""
+    m = ELASTIC_FAILED.search(line)
     if m is None:
         return None
     return line[m.start():].strip(), f"failed (exitcode: {m['code']}) local_rank: <NUM>"

@@ -223,6 +223,7 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     lazy(r"^=\s+(?:KILLED BY SIGNAL: (?P<signum>\d+)|EXIT CODE: (?P<code>\d+))"),
 )
 _TABLE_EXITS = EXIT_LINES[-3:]
+ELASTIC_FAILED = EXIT_LINES[0]  # torchelastic's `failed (exitcode: N) local_rank: R` (groups `code`, `w`)
 _DS_EXIT = EXIT_LINES[1]  # DeepSpeed's `{cmd} exits with return code = N` (LAST_STARTED)
 _HYDRA_EXIT = EXIT_LINES[-1]
 # the exit lines that name the first worker the launcher saw fail: torchelastic's `failed (exitcode: 1) local_rank:
