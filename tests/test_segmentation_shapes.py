@@ -39,6 +39,17 @@ serve: error: unrecognized arguments: --temperature 0.8
 
 ARGPARSE_REQUIRED = "train.py: error: the following arguments are required: --config\n"
 
+# clap's usage error (TGI's launcher, Rust) and llama.cpp's (`common/arg.cpp`), each printed on a line of its own
+CLAP = """\
+$ text-generation-launcher --env
+error: invalid value 'True' for '--disable-custom-kernels'
+  [possible values: true, false]
+
+For more information, try '--help'.
+"""
+
+LLAMACPP_ARG = "llama-server -hf ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF --port 8012\nerror: invalid argument: -hf\n"
+
 # an OpenAI-compatible client's HTTP error (openai's APIStatusError text), caught and printed by the caller
 CLIENT_400 = """\
 sampling data len 200
@@ -67,7 +78,8 @@ def mini():
 
 @pytest.mark.parametrize("engine", available_engines())
 @pytest.mark.parametrize("text, first_line", [(BARE_ASSERT, 2), (EMPTY_MESSAGE, 1), (ARGPARSE, 2),
-                                              (ARGPARSE_REQUIRED, 1), (CLIENT_400, 2), (C10D_GIVES_UP, 2)])
+                                              (ARGPARSE_REQUIRED, 1), (CLIENT_400, 2), (C10D_GIVES_UP, 2),
+                                              (CLAP, 2), (LLAMACPP_ARG, 2)])
 def test_shape_opens_one_unknown_block(mini, engine, text, first_line):
     res = Scanner(mini, signatures="regex", engine=engine).scan_text(text)
     assert [f.family for f in res.findings] == ["unknown"]
@@ -77,3 +89,70 @@ def test_shape_opens_one_unknown_block(mini, engine, text, first_line):
 @pytest.mark.parametrize("engine", available_engines())
 def test_look_alikes_open_nothing(mini, engine):
     assert Scanner(mini, signatures="regex", engine=engine).scan_text(LOOK_ALIKES).findings == []
+
+
+# --------------------------------------------------------------------------- PaddlePaddle's enforce report
+
+PADDLE_SIGNAL = """\
+W0724 07:29:06.041456 31841 analysis_predictor.cc:1183] Deprecated. Please use CreatePredictor instead.
+
+
+--------------------------------------
+C++ Traceback (most recent call last):
+--------------------------------------
+0   paddle::framework::SignalHandle(char const*, int)
+1   paddle::platform::GetCurrentTraceBackString[abi:cxx11]()
+
+----------------------
+Error Message Summary:
+----------------------
+FatalError: `Segmentation fault` is detected by the operating system.
+  [TimeInfo: *** Aborted at 1627111748 (unix time) try "date -d @1627111748" if you are using GNU date ***]
+  [SignalInfo: *** SIGSEGV (@0x0) received by PID 31841 (TID 0x7f0d81bd6740) from PID 0 ***]
+"""
+
+PADDLE_IN_EXCEPTION = """\
+Traceback (most recent call last):
+  File "tools/train.py", line 199, in main
+    loss.backward()
+SystemError: 
+
+--------------------------------------
+C++ Traceback (most recent call last):
+--------------------------------------
+0   paddle::imperative::BasicEngine::Execute()
+1   paddle::framework::OperatorWithKernel::Run(paddle::framework::Scope const&, phi::Place const&) const
+
+----------------------
+Error Message Summary:
+----------------------
+ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate 1.205078GB memory on GPU 0.
+"""
+
+
+@pytest.mark.parametrize("text, family, first, last", [(PADDLE_SIGNAL, "segfault", 5, 15),
+                                                       (PADDLE_IN_EXCEPTION, "cuda-oom", 1, 15)])
+def test_paddle_s_report_is_one_failure_with_the_error_it_summarises(text, family, first, last):
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line, f.end_line) for f in res.findings] == [(family, first, last)]
+
+
+# --------------------------------------------------------------------------- load_state_dict's list of parameters
+
+def _state_dict_rows(n: int, prefix: str = "\t") -> list[str]:
+    return [f"{prefix}size mismatch for layer{i}.weight: copying a param with shape torch.Size([256]) from checkpoint, "
+            f"the shape in current model is torch.Size([128])." for i in range(n)]
+
+
+def test_a_long_state_dict_mismatch_is_one_failure():
+    text = "\n".join(["Traceback (most recent call last):", '  File "train.py", line 10, in <module>',
+                      "    model.load_state_dict(ckpt)", "RuntimeError: Error(s) in loading state_dict for ResNet:",
+                      *_state_dict_rows(80)]) + "\n"
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line) for f in res.findings] == [("unknown", 1)]
+    assert res.findings[0].end_line >= 84
+
+
+def test_state_dict_rows_pasted_without_their_exception_are_still_a_failure():
+    res = Scanner(load_ledger(), signatures="regex").scan_text("\n".join(_state_dict_rows(5, "[rank1]:        ")) + "\n")
+    assert [(f.family, f.line, f.worker) for f in res.findings] == [("unknown", 1, "1")]

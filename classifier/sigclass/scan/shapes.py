@@ -174,6 +174,12 @@ FAULTS: tuple[Shape, ...] = (
        ("/usr/bin/python3: can't open file '/work/train.py': [Errno 2] No such file or directory",
         "can't open file 'train.py': [Errno 2] No such file or directory"),
        ("WARNING: can't open file 'cache.json', starting empty",)),
+    # torch's load_state_dict when the checkpoint's shapes are not the model's, one line a parameter under
+    # `RuntimeError: Error(s) in loading state_dict for X:` (a paste often keeps only these lines)
+    _s("state-dict-mismatch", r"size mismatch for ", r"^size mismatch for [\w.]+: copying a param with shape ",
+       ("\tsize mismatch for module.conv1.weight: copying a param with shape torch.Size([64]) from checkpoint, "
+        "the shape in current model is torch.Size([128]).",),
+       ("INFO checked: no size mismatch for any param", "size mismatch for bias: ignored (strict=False)")),
     # click's (and typer's) usage errors, printed after `Usage: ...` and `Try '... --help' for help.` (exit 2)
     _s("click-usage", r"Error: Invalid value for |Error: No such option|Error: Missing option |Error: Missing argument "
                       r"|Error: Got unexpected extra argument",
@@ -436,6 +442,7 @@ _NEEDLES = {
     "cpp-what": ("what(): ",),
     "jvm-uncaught": ('Exception in thread "',),
     "python-no-script": ("can't open file '",),
+    "state-dict-mismatch": ("size mismatch for ",),
     "click-usage": ("Error: ",),
     "c10d-timeout": ("The client socket has timed out after ",),
     "hydra-config": ("Could not ", "Cannot find primary config '"),

@@ -22,7 +22,7 @@ from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import,
-    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PAYLOAD, SHELL_STOP, tracker_noise,
+    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD, SHELL_STOP, tracker_noise,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -35,6 +35,15 @@ if TYPE_CHECKING:
 
 SPLIT_KEEP = 256  # lines of the current buffer kept split for look-backs (they reach 60 lines up)
 KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept whole for the source's verdict
+
+
+STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
+
+
+def _no_message(blk: OpenBlock) -> bool:
+    """Whether a traceback's exception line said nothing after its name (`SystemError: `): Paddle's report follows."""
+    last = next((ln.body.rstrip() for _, ln in reversed(blk.lines) if ln.body.strip()), "")
+    return last.endswith(":") and EXC_LINE.match(last.lstrip()) is not None
 
 
 class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
@@ -266,7 +275,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     def _open(self, buf: bytes, ls: int, ln: Line, lineno: int, pids: set[int]) -> None:
         body = ln.body
         if "Traceback (most recent call last)" in body:
-            kind, phase = "tb", "frames"
+            kind, phase = "tb", "paddle" if body.lstrip().startswith("C++ Traceback") else "frames"
         elif G_CPP in pids or CPP_CONT.match(body.lstrip()):
             kind, phase = "cpp", "msg"
         else:
@@ -342,6 +351,14 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False  # a check macro's line is a failure of its own, whatever was printed just above it
         stripped = body.strip()
         same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)
+        if blk.kind == "tb" and (blk.phase == "paddle" or stripped.startswith("C++ Traceback (most recent call last)")
+                                 or (blk.phase == "chain_wait" and stripped[:10] == "-" * 10 and _no_message(blk))):
+            # Paddle's report: its rules, frames and heading, then the error line it summarises
+            if not stripped or PADDLE_REPORT.match(stripped):
+                blk.phase = "paddle"
+                return True
+            blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
+            return True
         if blk.kind == "tb" and blk.phase in ("frames", "chain"):
             if not stripped:
                 return True
@@ -382,7 +399,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False
         if SHELL_STOP.match(stripped) and (blk.kind == "tb" or EXC_LINE.match(blk.lines[0][1].body.lstrip())):
             return False  # an exception's failure, then the shell's or the scheduler's word of the stop: two findings
-        if CPP_CONT.match(stripped):
+        if CPP_CONT.match(stripped) or stripped.startswith(STATE_DICT_ROW):
             return True
         if not same_record or NEW_RECORD.match(stripped):
             return False

@@ -31,11 +31,16 @@ GENERIC = {
     G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
            r"(?:: |: *$|$)",
     G_CPP: r"terminate called after throwing an instance of",
-    # a fatal one-line error: CPython's, or argparse's usage error (`prog: error: unrecognized arguments: ...`, exit 2),
+    # a fatal one-line error: CPython's, or a usage error: argparse's (`prog: error: unrecognized arguments: ...`,
+    # exit 2), clap's (`error: invalid value 'True' for '--disable-custom-kernels'`), llama.cpp's (`error: invalid
+    # argument: -hf`);
     # an HTTP error an OpenAI-compatible client raised (openai's APIStatusError: `Error code: 400 - {...}`),
     # c10d's last word when a worker cannot reach the store (its retries before that are warnings)
     G_FATAL: r"Fatal Python error: |[A-Za-z0-9_.-]+: error: (?:unrecognized arguments: |the following arguments are required: "
              r"|argument [A-Za-z0-9_/-]+: |ambiguous option: )|Error code: [45][0-9][0-9] - "
+             # clap's (Rust: TGI, TEI launchers) and llama.cpp's usage errors, on a line of their own
+             r"|error: (?:invalid value '|unexpected argument '|the following required arguments were not provided"
+             r"|Found argument '[^']*' which wasn't expected|invalid argument: )"
              r"|\[c10d\] The client socket has failed to connect to any network address",
     # a process the shell reports dead of a signal no family names (SIGABRT, SIGFPE, SIGILL, SIGTRAP)
     G_ABORT: r"(?:Aborted|Floating point exception|Illegal instruction|Trace/breakpoint trap) +\(core dumped\)",
@@ -102,6 +107,11 @@ def caught_import(bodies: list[str]) -> bool:
             return _IMPORT_EXC.match(s) is not None
     return False
 
+
+# PaddlePaddle's enforce report (paddle/phi/core/enforce.cc), alone or as the message of a Python exception: a rule
+# of dashes, `C++ Traceback (most recent call last):`, its frames numbered `0   paddle::...`, another rule, `Error
+# Message Summary:`, a rule, then the error itself (`FatalError: ...`, `ResourceExhaustedError: ...`)
+PADDLE_REPORT = lazy(r"-{10,}$|C\+\+ Traceback \(most recent call last\):$|Error Message Summary:$|\d+ {2,}\S")
 
 CPP_CONT = lazy(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
