@@ -14,7 +14,7 @@ import pytest
 import sigclass
 from sigclass.text.workers import norm_worker, worker_in_text
 
-from conftest import elastic_signal_row, elastic_summary
+from conftest import elastic_row, elastic_signal_row, elastic_summary
 from test_attribution_properties import interleavings
 
 
@@ -705,3 +705,15 @@ def test_a_ray_actor_named_with_a_path_is_a_worker_prefix():
 
     ln = split_line("(model_worker/7 pid=20331) ncclRemoteError: A call failed possibly due to a network error")
     assert ln.prefix_kind == "ray" and ln.stream.id == "20331" and ln.body.startswith("ncclRemoteError")
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_alike_exits_of_every_rank_take_the_launcher_s_first_observed(whole):
+    """Every rank exited 1 at once, their errors out of view: the table's Root Cause row, printed last, is the cause
+    (with its header, and in a paste that starts inside the Failures list)."""
+    tb = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+    failures = "".join(elastic_row(i, i, 69811 + i, 1, tb) for i in (1, 2, 3))
+    text = elastic_summary(elastic_row(0, 0, 69811, 1, tb), failures)
+    if not whole:
+        text = text[text.index("  host      : node1\n  rank      : 1"):]
+    assert _cause(text) == ("unknown", "0")

@@ -444,3 +444,30 @@ def test_every_rank_s_watchdog_without_a_timestamp_began_on_the_rank_printed_fir
     lines = [wd(2, 600381), "host:6727:7168 [1] NCCL INFO [Service thread] Connection closed by localRank 2",
              wd(0, 600528), wd(1, 600916)]
     assert _cause(lines) == ("nccl-watchdog-timeout", "2")
+
+
+# --------------------------------------------------------------------------- a reporter's indent over the agent's lines
+
+# milabench relays the agent's output under its own `        | ` indent; the SIGTERM block there runs on over the
+# agent's line naming the child that failed (exit 1: its own error, out of view)
+INDENTED_AGENT = [
+    "        | W0312 00:49:04.930000 184948 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 185003 closing signal SIGTERM",
+    "        | W0312 00:49:04.931000 184948 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 185005 closing signal SIGTERM",
+    "        | E0312 00:49:05.096000 184948 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 185002) of binary: /venv/bin/python",
+    "    * 1 x torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "        | Traceback (most recent call last):",
+    '        |   File "/venv/bin/tune", line 8, in <module>',
+    "        | sys.exit(main())",
+]
+
+
+def test_the_siblings_stopped_before_the_failed_child_is_named_are_its_victims():
+    res = sigclass.classify("\n".join(INDENTED_AGENT) + "\n")
+    assert _cause(INDENTED_AGENT) == ("unknown", "0")
+    first = next(f for f in res.findings if f.role != "secondary")
+    assert first.family == "unknown", [(f.family, f.role, f.line) for f in res.findings]
+
+
+def test_torch_spawn_s_process_number_is_the_worker():
+    assert norm_worker("process 0") == norm_worker("[rank0]:") == "0"
+    assert norm_worker("Process 3") == "3"

@@ -393,6 +393,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             # a launcher's summary lists workers in its own order (torchelastic's root cause last); srun and Hydra
             # report each task's end as it happens, so the one they report first ended first
             c.first = c.line
+            if c.tier in (TIER_UNKNOWN, TIER_SECONDARY) and c.worker in first_seen:
+                # failures no family explains, alike on several workers, one of them the launcher's first observed
+                # (torchelastic's Root Cause row, printed after the others): its word is all that tells them apart
+                c.first = -1
         if not launcher:
             per_worker[c.worker] = c.ordinal + 1
         # (a victim whose own time says it began before the stop, a watchdog that waited ten minutes, is not one)

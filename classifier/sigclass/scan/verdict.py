@@ -189,8 +189,10 @@ def _child_failed(block: list[str]) -> bool:
 
 def _after(f: Finding, g: Finding) -> bool:
     """Whether root g comes after victim f: within LATE_ROOT_LINES below it, or in one block that holds both
-    (the launcher's SIGTERM lines and its summary naming the failed rank, printed without line prefixes)."""
-    return 0 <= g.line - f.end_line <= LATE_ROOT_LINES or g.line <= f.line <= f.end_line <= g.end_line
+    (the launcher's SIGTERM lines and its summary naming the failed rank, printed without line prefixes, or
+    under a reporter's own indent, where the SIGTERM block runs on over the summary's line)."""
+    return (0 <= g.line - f.end_line <= LATE_ROOT_LINES or g.line <= f.line <= f.end_line <= g.end_line
+            or f.line < g.line <= f.end_line)
 
 
 def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None, int], int]) -> None:

@@ -331,13 +331,13 @@ _HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # `[prterun-node01-4242@1,12]`) and its process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`): the rank
 _MPI_ID = lazy(r"^\[?(?:\[\d+,\d+\]|(?:[\w.-]+@)?\d+),(\d+)\]?(?:<std(?:out|err)>:?)?$")
 _NCCL_ID = lazy(r"^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ ?\[\d+\]:?$")
-_ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP)[\s_=:-]*(\d+)(?![\d.])")
+_ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP|^process)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
     """A worker id to compare: 'rank3' == '[rank3]:' == '[default3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
     job,rank); 'gpu187:2' stays;
-    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3' (the first id a rank, task, pid, worker, gpu or TP word
+    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3', 'process 0' (torch.multiprocessing.spawn's) == '0' (the first id a rank, task, pid, worker, gpu or TP word
     names)."""
     if w is None:
         return None
