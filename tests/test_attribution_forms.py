@@ -313,6 +313,11 @@ def test_the_launcher_s_own_signal_exception_after_its_sigterm_lines_stays_the_s
     ("python3: can't open file '/w/train.py': [Errno 2] No such file or directory", None),
     ("step100: loss 3.2514", None),
     ("node01: [rank3]: Traceback (most recent call last):", "3"),
+    # a cluster's cabinet/rack/node names (letters and numbers in turn), and what is not one
+    ("c05r2n11: RuntimeError: HIP out of memory. Tried to allocate 576.00 MiB (GPU 3; 15.98 GiB total capacity)",
+     "c05r2n11"),
+    ("x1000c0s0b0n0: Traceback (most recent call last):", "x1000c0s0b0n0"),
+    ("e4m3: max 448.0", None),
 ])
 def test_a_bare_host_name_before_a_line_is_pdsh_s(line, worker):
     from sigclass.text.lines import split_line

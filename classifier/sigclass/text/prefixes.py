@@ -72,10 +72,11 @@ PREFIXES: tuple[Prefix, ...] = (
                    r"|\d{1,3}(?:\.\d{1,3}){3}): (?!\d)", None),
     # ... and a bare host name of letters then digits (`gpu1504: `, `node01: `, Slurm's and pdsh's usual names): not a
     # program's own name before its message (`python3: can't open file`, `pip3: `) nor a word a log counts with
-    # (`step100: `, `epoch3: `, `rank0: `), and not a word in capitals (`ERROR1: `)
+    # (`step100: `, `epoch3: `, `rank0: `), and not a word in capitals (`ERROR1: `); or a cluster's
+    # cabinet/rack/node name, letters and numbers in turn (`c05r2n11: `, `r1i0n3: `, Cray's `x1000c0s0b0n0: `)
     Prefix("host", r"(?P<w>(?!(?:python|pip|bash|sh|zsh|perl|ruby|java|gcc|nvcc|cuda|rank|step|epoch|iter|layer"
                    r"|stage|block|line|shard|http|https|tcp|udp|test|case|job|task|loss|lr|gpt|llama|qwen|t5|bert)\d)"
-                   r"[a-z][a-z]{1,15}\d{1,5}): (?!\d)", None),
+                   r"[a-z][a-z]{1,15}\d{1,5}|[a-z]\d{1,4}(?:[a-z]\d{1,4}){2,4}): (?!\d)", None),
 )
 
 # What may stand before a rank prefix, and is read past: a timestamp (`2024-11-20 14:37:16 [rank3]: `), the
