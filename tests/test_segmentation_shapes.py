@@ -156,3 +156,62 @@ def test_a_long_state_dict_mismatch_is_one_failure():
 def test_state_dict_rows_pasted_without_their_exception_are_still_a_failure():
     res = Scanner(load_ledger(), signatures="regex").scan_text("\n".join(_state_dict_rows(5, "[rank1]:        ")) + "\n")
     assert [(f.family, f.line, f.worker) for f in res.findings] == [("unknown", 1, "1")]
+
+
+# --------------------------------------------------------------------------- IPython's (Jupyter's, Colab's) traceback
+
+IPYTHON_COLAB = """\
+---------------------------------------------------------------------------
+InvalidArgumentError                      Traceback (most recent call last)
+<ipython-input-16-f5935cc41c39> in <module>()
+      2 model_checkpoint = tf.keras.callbacks.ModelCheckpoint('unet.hdf5', monitor='loss', verbose=0)
+----> 3 model.fit(data_gen, steps_per_epoch=20, epochs=100, callbacks=[model_checkpoint, tensorboard_callback])
+
+11 frames
+/usr/local/lib/python3.7/dist-packages/tensorflow/python/eager/execute.py in quick_execute(op_name, num_outputs, inputs)
+     59     tensors = pywrap_tfe.TFE_Py_Execute(ctx._handle, device_name, op_name,
+---> 60                                         inputs, attrs, num_outputs)
+
+InvalidArgumentError: Nan in summary histogram for: conv2d/kernel_0 [Op:WriteHistogramSummary]
+"""
+
+IPYTHON_8 = """\
+---------------------------------------------------------------------------
+OutOfMemoryError                          Traceback (most recent call last)
+Cell In[4], line 2
+      1 batch = next(iter(loader))
+----> 2 out = model(batch)
+
+File ~/venv/lib/python3.10/site-packages/torch/nn/modules/module.py:1501, in Module._call_impl(self, *args, **kwargs)
+   1500     return forward_call(*args, **kwargs)
+
+OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB
+"""
+
+
+@pytest.mark.parametrize("text, family, last", [(IPYTHON_COLAB, "nan-loss", 12), (IPYTHON_8, "cuda-oom", 10)])
+def test_an_ipython_traceback_is_one_failure_up_to_its_exception(text, family, last):
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line, f.end_line) for f in res.findings] == [(family, 2, last)]
+
+
+# --------------------------------------------------------------------------- an actor's constructor raised (Ray)
+
+RAY_CREATION = """\
+(WorkerDict pid=136980) Exception raised in creation task: The actor died because of an error raised in its creation task, ray::WorkerDict.__init__() (pid=136980, ip=192.168.100.8)
+(WorkerDict pid=136980)   File "/usr/lib/python3.10/concurrent/futures/_base.py", line 451, in result
+(WorkerDict pid=136980)     return self.__get_result()
+(WorkerDict pid=136980)   File "/verl/single_controller/base/decorator.py", line 40, in __init__
+(WorkerDict pid=136980)     raise ValueError(f"ulysses_sequence_parallel_size {sp} must divide world size {ws}")
+(WorkerDict pid=136980) ValueError: ulysses_sequence_parallel_size 3 must divide world size 8
+"""
+
+
+def test_a_ray_actor_s_creation_task_error_is_one_failure_with_its_exception():
+    res = Scanner(load_ledger(), signatures="regex").scan_text(RAY_CREATION)
+    assert [(f.family, f.line, f.end_line) for f in res.findings] == [("unknown", 1, 6)]
+
+
+def test_a_ray_creation_task_line_cut_from_its_exception_is_still_a_failure():
+    res = Scanner(load_ledger(), signatures="regex").scan_text("\n".join(RAY_CREATION.splitlines()[:3]) + "\n")
+    assert [(f.family, f.line) for f in res.findings] == [("unknown", 1)]

@@ -115,6 +115,12 @@ FAULTS: tuple[Shape, ...] = (
         "class nlohmann::detail::type_error. what(): [json.exception.type_error.316] invalid UTF-8 byte",
         "[2024-01-01 00:00:00,000 E 1 1] logging.cc:110: Unhandled unknown exception."),
        ("Unhandled exception: see the docs", "INFO: no Unhandled exception: what(): in 3 runs")),
+    # Ray's worker when an actor's constructor raised (python/ray/_private/worker.py), the error's frames below it
+    _s("ray-creation-task", r"Exception raised in creation task: ",
+       r"(?:ERROR|Error)\b.* -- Exception raised in creation task: |^Exception raised in creation task: ",
+       ("2021-06-25 16:24:01,207\tERROR worker.py:414 -- Exception raised in creation task: The actor died because "
+        "of an error raised in its creation task, ray::Fail.__init__ (pid=43093, ip=192.168.86.154)",),
+       ("INFO -- no Exception raised in creation task: all actors up",)),
     # the shell's report of a death by SIGABRT, SIGFPE, SIGILL or SIGTRAP without a core dump (with one, the
     # generic abort trigger has it): the bare word on its own line, or bash's job line
     _s("shell-abort", r"Aborted *$|Floating point exception *$|Illegal instruction *$|Trace/breakpoint trap *$"
@@ -434,6 +440,7 @@ _NEEDLES = {
     "cpp-terminate": ("terminate called ",),
     "check-macro": (" error ",),
     "ray-unhandled-cpp": ("Unhandled ",),
+    "ray-creation-task": ("Exception raised in creation task: ",),
     "shell-abort": ("Aborted", "Floating point exception", "Illegal instruction", "Trace/breakpoint trap"),
     "ray-task-error": ("RayTaskError(", "RayActorError("),
     "dask-compute-failed": ("Compute Failed",),

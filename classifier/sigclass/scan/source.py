@@ -22,7 +22,8 @@ from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import,
-    IGNORED, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD, SHELL_STOP, tracker_noise,
+    IGNORED, IPYTHON_FRAME, IPYTHON_HEAD, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD,
+    SHELL_STOP, tracker_noise,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -37,7 +38,15 @@ SPLIT_KEEP = 256  # lines of the current buffer kept split for look-backs (they 
 KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept whole for the source's verdict
 
 
+RAY_CREATION_TASK = "Exception raised in creation task: "
 STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
+
+
+def _frames_phase(head: str) -> str:
+    """The phase a traceback's header line starts: Paddle's C++ report, IPython's frames, or Python's."""
+    if head.startswith("C++ Traceback"):
+        return "paddle"
+    return "ipython" if IPYTHON_HEAD.match(head) else "frames"
 
 
 def _no_message(blk: OpenBlock) -> bool:
@@ -275,7 +284,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     def _open(self, buf: bytes, ls: int, ln: Line, lineno: int, pids: set[int]) -> None:
         body = ln.body
         if "Traceback (most recent call last)" in body:
-            kind, phase = "tb", "paddle" if body.lstrip().startswith("C++ Traceback") else "frames"
+            kind, phase = "tb", _frames_phase(body.lstrip())
+        elif RAY_CREATION_TASK in body:  # Ray prints the constructor's frames and its exception below this line
+            kind, phase = "tb", "frames"
         elif G_CPP in pids or CPP_CONT.match(body.lstrip()):
             kind, phase = "cpp", "msg"
         else:
@@ -359,12 +370,18 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 return True
             blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
             return True
+        if blk.kind == "tb" and blk.phase == "ipython":
+            # IPython's frames until its exception line; then the message, as after any exception line
+            if not stripped or body[:1] in (" ", "\t") or IPYTHON_FRAME.match(stripped):
+                return True
+            blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
+            return True
         if blk.kind == "tb" and blk.phase in ("frames", "chain"):
             if not stripped:
                 return True
             if body[:1] in (" ", "\t") or "Traceback (most recent call last)" in body or CHAIN.search(body):
                 if "Traceback (most recent call last)" in body:
-                    blk.phase = "frames"
+                    blk.phase = _frames_phase(stripped)
                 return True
             if blk.phase == "chain":
                 return False
@@ -384,7 +401,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 blk.kind, blk.phase = "tb", "frames"
                 return True
             if blk.kind == "tb" and blk.phase == "chain_wait":
-                blk.phase = "frames"
+                blk.phase = _frames_phase(stripped)
                 return True
             return False
         if CHAIN.search(body):

@@ -113,6 +113,13 @@ def caught_import(bodies: list[str]) -> bool:
 # Message Summary:`, a rule, then the error itself (`FatalError: ...`, `ResourceExhaustedError: ...`)
 PADDLE_REPORT = lazy(r"-{10,}$|C\+\+ Traceback \(most recent call last\):$|Error Message Summary:$|\d+ {2,}\S")
 
+# IPython's (and Jupyter's, Colab's) traceback: the exception's name, then `Traceback (most recent call last)` on one
+# line; frames as `<ipython-input-16-f59..> in <module>()`, `Cell In[3], line 1`, `/path/x.py in f(a, b)` or `File
+# /path/x.py:60, in f(a)`, code lines indented or under an arrow (`----> 3 model.fit(...)`), blank lines between,
+# Colab's `11 frames` for the ones it folds; the exception line last
+IPYTHON_HEAD = lazy(r"[A-Za-z_][\w.]*(?: {2,}|\t)Traceback \(most recent call last\)")
+IPYTHON_FRAME = lazy(r"\d+ frames?$|<ipython-input-|Cell In ?\[|File [^\n]*:\d+, in |-*>|\S+ in \S+\(.*\)$")
+
 CPP_CONT = lazy(r"(?:what\(\):|Exception raised from|frame #\d+:|terminate called|\*\*\* |\[\d+\] )")
 
 MARKER = lazy(
