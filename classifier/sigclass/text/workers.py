@@ -337,8 +337,8 @@ _ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<
 def norm_worker(w: object) -> str | None:
     """A worker id to compare: 'rank3' == '[rank3]:' == '[default3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
     job,rank); 'gpu187:2' stays;
-    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3', 'process 0' (torch.multiprocessing.spawn's) == '0' (the first id a rank, task, pid, worker, gpu or TP word
-    names)."""
+    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3', torch.multiprocessing.spawn's 'process 0' == '0' (the
+    first id a rank, task, pid, worker, gpu, TP or leading process word names)."""
     if w is None:
         return None
     s = str(w).strip()
