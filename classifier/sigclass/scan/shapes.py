@@ -180,12 +180,6 @@ FAULTS: tuple[Shape, ...] = (
        ("/usr/bin/python3: can't open file '/work/train.py': [Errno 2] No such file or directory",
         "can't open file 'train.py': [Errno 2] No such file or directory"),
        ("WARNING: can't open file 'cache.json', starting empty",)),
-    # torch's load_state_dict when the checkpoint's shapes are not the model's, one line a parameter under
-    # `RuntimeError: Error(s) in loading state_dict for X:` (a paste often keeps only these lines)
-    _s("state-dict-mismatch", r"size mismatch for ", r"^size mismatch for [\w.]+: copying a param with shape ",
-       ("\tsize mismatch for module.conv1.weight: copying a param with shape torch.Size([64]) from checkpoint, "
-        "the shape in current model is torch.Size([128]).",),
-       ("INFO checked: no size mismatch for any param", "size mismatch for bias: ignored (strict=False)")),
     # click's (and typer's) usage errors, printed after `Usage: ...` and `Try '... --help' for help.` (exit 2)
     _s("click-usage", r"Error: Invalid value for |Error: No such option|Error: Missing option |Error: Missing argument "
                       r"|Error: Got unexpected extra argument",
@@ -235,6 +229,16 @@ FAULTS: tuple[Shape, ...] = (
     _s("mpi-errors-fatal", r"\*\*\* An error occurred in ", r"^\*\*\* An error occurred in MPI_\w+",
        ("*** An error occurred in MPI_Init_thread", "*** An error occurred in MPI_Allreduce"),
        ("INFO *** An error occurred in MPI_Init_thread was fixed in 4.1", "*** An error occurred in the docs")),
+    # Open MPI's launcher (ORTE; PRRTE since 5.0) when its daemons cannot start or are lost, and its own internal
+    # errors, from its help texts (help-plm-base.txt, help-errmgr-base.txt, help-orte-runtime.txt)
+    _s("orte-fatal", r"(?:ORTE|PRTE) was unable to reliably start |(?:ORTE|PRTE) has lost communication with "
+                     r"|An (?:ORTE|PRTE) daemon has unexpectedly failed|An internal error has occurred in (?:ORTE|PRTE)",
+       r"^(?:(?:ORTE|PRTE) was unable to reliably start |(?:ORTE|PRTE) has lost communication with "
+       r"|An (?:ORTE|PRTE) daemon has unexpectedly failed|An internal error has occurred in (?:ORTE|PRTE))",
+       ("ORTE was unable to reliably start one or more daemons.", "ORTE has lost communication with a remote daemon.",
+        "An ORTE daemon has unexpectedly failed after launch and before", "An internal error has occurred in ORTE:",
+        "PRTE has lost communication with a remote daemon."),
+       ("INFO: ORTE was unable to reliably start one daemon last week; fixed",)),
     # glog's (and absl's, XLA's, TensorFlow's) FATAL level: the process aborts after the line:
     # `F0315 12:00:00.123456  4242 tensor.cc:42] message`, `2021-05-01 10:00:00.000000: F
     # tensorflow/core/kernels/x.cc:42] message`
@@ -449,7 +453,6 @@ _NEEDLES = {
     "cpp-what": ("what(): ",),
     "jvm-uncaught": ('Exception in thread "',),
     "python-no-script": ("can't open file '",),
-    "state-dict-mismatch": ("size mismatch for ",),
     "click-usage": ("Error: ",),
     "c10d-timeout": ("The client socket has timed out after ",),
     "hydra-config": ("Could not ", "Cannot find primary config '"),
@@ -467,6 +470,7 @@ _NEEDLES = {
     "pytest-error": ("E   ",),
     "tensorrt-error": ("[TRT] [", "] [TRT] ", "[TensorRT] "),
     "mpi-errors-fatal": ("*** An error occurred in ",),
+    "orte-fatal": ("RTE",),
     "glog-fatal": ("cc:", "cpp:"),
     "c-assert": ("' failed.",),
     "hydra-hint": ("HYDRA_FULL_ERROR=1",),
