@@ -52,6 +52,9 @@ def _s(name: str, trigger: str, confirm: str, examples: tuple[str, ...], counter
     return Shape(name, trigger, lazy(confirm), examples, counter, least)
 
 
+# Ray's line above the frames and exception of an actor's constructor that raised (a plain string: no regex syntax)
+RAY_CREATION_TASK = "Exception raised in creation task: "
+
 # an exception relayed from a Ray task or actor, as the line that names it starts
 RAY_RELAY = lazy(r"^(?:ray\.exceptions\.)?Ray(?:Task|Actor)Error\([A-Za-z_][\w.]*\): ")
 
@@ -116,7 +119,7 @@ FAULTS: tuple[Shape, ...] = (
         "[2024-01-01 00:00:00,000 E 1 1] logging.cc:110: Unhandled unknown exception."),
        ("Unhandled exception: see the docs", "INFO: no Unhandled exception: what(): in 3 runs")),
     # Ray's worker when an actor's constructor raised (python/ray/_private/worker.py), the error's frames below it
-    _s("ray-creation-task", r"Exception raised in creation task: ",
+    _s("ray-creation-task", RAY_CREATION_TASK,
        r"(?:ERROR|Error)\b.* -- Exception raised in creation task: |^Exception raised in creation task: ",
        ("2021-06-25 16:24:01,207\tERROR worker.py:414 -- Exception raised in creation task: The actor died because "
         "of an error raised in its creation task, ray::Fail.__init__ (pid=43093, ip=192.168.86.154)",),
@@ -444,7 +447,7 @@ _NEEDLES = {
     "cpp-terminate": ("terminate called ",),
     "check-macro": (" error ",),
     "ray-unhandled-cpp": ("Unhandled ",),
-    "ray-creation-task": ("Exception raised in creation task: ",),
+    "ray-creation-task": (RAY_CREATION_TASK,),
     "shell-abort": ("Aborted", "Floating point exception", "Illegal instruction", "Trace/breakpoint trap"),
     "ray-task-error": ("RayTaskError(", "RayActorError("),
     "dask-compute-failed": ("Compute Failed",),

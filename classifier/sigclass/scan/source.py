@@ -17,7 +17,9 @@ from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, Pendin
 from sigclass.scan import exitnoise
 from sigclass.scan.explained import as_unknown, own_cause, startup_report_only, teardown_kills
 from sigclass.scan.reader import SourceState
-from sigclass.scan.shapes import emit_reports, fault_lines, one_line_fault, Report, report_of, starts_fault
+from sigclass.scan.shapes import (
+    emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault,
+)
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
@@ -38,15 +40,21 @@ SPLIT_KEEP = 256  # lines of the current buffer kept split for look-backs (they 
 KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept whole for the source's verdict
 
 
-RAY_CREATION_TASK = "Exception raised in creation task: "
+PADDLE_HEAD = "C++ Traceback (most recent call last)"  # Paddle's report (triggers.PADDLE_REPORT)
 STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
 
 
 def _frames_phase(head: str) -> str:
     """The phase a traceback's header line starts: Paddle's C++ report, IPython's frames, or Python's."""
-    if head.startswith("C++ Traceback"):
+    if head.startswith(PADDLE_HEAD):
         return "paddle"
     return "ipython" if IPYTHON_HEAD.match(head) else "frames"
+
+
+def _at_exception(blk: OpenBlock) -> bool:
+    """A traceback's exception line reached: the block is a failure by its shape; its message lines follow."""
+    blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
+    return True
 
 
 def _no_message(blk: OpenBlock) -> bool:
@@ -362,20 +370,18 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False  # a check macro's line is a failure of its own, whatever was printed just above it
         stripped = body.strip()
         same_record = not ln.header or ln.header == blk.header or (":" in blk.tag and header_tag(ln.header) == blk.tag)
-        if blk.kind == "tb" and (blk.phase == "paddle" or stripped.startswith("C++ Traceback (most recent call last)")
+        if blk.kind == "tb" and (blk.phase == "paddle" or stripped.startswith(PADDLE_HEAD)
                                  or (blk.phase == "chain_wait" and stripped[:10] == "-" * 10 and _no_message(blk))):
             # Paddle's report: its rules, frames and heading, then the error line it summarises
             if not stripped or PADDLE_REPORT.match(stripped):
                 blk.phase = "paddle"
                 return True
-            blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
-            return True
+            return _at_exception(blk)
         if blk.kind == "tb" and blk.phase == "ipython":
             # IPython's frames until its exception line; then the message, as after any exception line
             if not stripped or body[:1] in (" ", "\t") or IPYTHON_FRAME.match(stripped):
                 return True
-            blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
-            return True
+            return _at_exception(blk)
         if blk.kind == "tb" and blk.phase in ("frames", "chain"):
             if not stripped:
                 return True
@@ -385,10 +391,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 return True
             if blk.phase == "chain":
                 return False
-            blk.phase = "exc"
-            blk.shaped = True
-            blk.msg_lines = 0
-            return True
+            return _at_exception(blk)
         # after the exception line, or in a one-line / C++ block
         if "Traceback (most recent call last)" in body:
             if blk.kind == "tb" and body.lstrip().startswith("Original Traceback"):
