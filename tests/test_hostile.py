@@ -301,8 +301,10 @@ def test_memory_stays_flat_with_the_number_of_findings(tmp_path: Path):
         assert rc0 == rc1 == 1, (err0, err1)
         assert "timed out" not in err1, err1
         # (what the scanner keeps of each worker's progress lines grows with the log, not with its findings;
-        # keeping every finding cost 130 MiB more here)
-        assert grown - base < 45, f"{fmt}: {base} MiB for 40,000 findings, {grown} MiB for 120,000"
+        # keeping every finding cost 130 MiB more here). The peak also moves with how many read-ahead blocks are
+        # in flight when the scan is busiest, which depends on the machine's load: 7-22 MiB apart on a quiet
+        # machine, 46 once on a loaded one, so the bound sits between that noise and the 130 MiB of retention
+        assert grown - base < 70, f"{fmt}: {base} MiB for 40,000 findings, {grown} MiB for 120,000"
 
 
 @pytest.mark.slow
