@@ -218,3 +218,46 @@ def test_a_ray_actor_s_creation_task_error_is_one_failure_with_its_exception():
 def test_a_ray_creation_task_line_cut_from_its_exception_is_still_a_failure():
     res = Scanner(load_ledger(), signatures="regex").scan_text("\n".join(RAY_CREATION.splitlines()[:3]) + "\n")
     assert [(f.family, f.line) for f in res.findings] == [("unknown", 1)]
+
+
+# --------------------------------------------------------------------------- C++ exceptions beside Python's
+
+# a Python exception, then at teardown a C++ exception the process cannot catch: two failures, the first the cause
+PY_THEN_TERMINATE = """\
+  File "/opt/det/modeling/rpn/loss.py", line 178, in prepare_targets
+    ious[candidate_idxs[is_pos[:, ng] == 1, ng], ng]
+RuntimeError: shape mismatch: value tensor of shape [5] cannot be broadcast to indexing result of shape [8]
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  NCCL error in: /pytorch/torch/lib/c10d/NCCLUtils.hpp:84, unhandled cuda error
+"""
+
+TB_THEN_TERMINATE = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n" + \
+    "\n".join(PY_THEN_TERMINATE.splitlines()[2:]) + "\n"
+
+# a pasted C++ abort whose line breaks were doubled (a blank line after every line), as issue threads often show it
+CPP_DOUBLE_SPACED = """\
+ [TM][INFO] [Forward] [0, 1), dc=0, pf=1, sum_q=679
+
+ terminate called after throwing an instance of 'std::runtime_error'
+
+   what():  [TM][ERROR] CUDA runtime error: an illegal memory access was encountered /src/turbomind/LlamaBatch.h:143
+
+ [TM][INFO] [forward] Enqueue requests
+"""
+
+
+@pytest.mark.parametrize("text, first, second", [(PY_THEN_TERMINATE, 1, 4), (TB_THEN_TERMINATE, 1, 4)])
+def test_a_terminate_after_a_python_exception_is_a_failure_of_its_own(text, first, second):
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line) for f in res.findings] == [("unknown", first), ("nccl-error", second)]
+
+
+def test_a_double_spaced_cpp_abort_keeps_its_message():
+    res = Scanner(load_ledger(), signatures="regex").scan_text(CPP_DOUBLE_SPACED)
+    assert [(f.family, f.line, f.end_line) for f in res.findings] == [("cuda-illegal-memory-access", 3, 5)]
+
+
+def test_a_blank_line_after_a_cpp_abort_does_not_swallow_what_follows():
+    text = "terminate called after throwing an instance of 'c10::Error'\n\nRuntimeError: CUDA error: out of memory\n"
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [f.line for f in res.findings] == [1, 3]

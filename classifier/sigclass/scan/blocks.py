@@ -32,7 +32,7 @@ class OpenBlock:
     stream: Stream | None
     worker: str | None
     kind: str  # tb | line | cpp
-    phase: str  # frames | exc | msg | chain | chain_wait | paddle (Paddle's C++ report) | ipython (IPython's frames)
+    phase: str  # frames | exc | msg | chain | chain_wait | cpp_wait | paddle (Paddle's C++ report) | ipython (IPython's frames)
     tag: str
     header: str
     start: int

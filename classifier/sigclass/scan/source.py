@@ -25,7 +25,7 @@ from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import,
     IGNORED, IPYTHON_FRAME, IPYTHON_HEAD, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD,
-    SHELL_STOP, tracker_noise,
+    SHELL_STOP, TERMINATE, tracker_noise,
 )
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
@@ -414,11 +414,20 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if blk.kind == "tb":
                 blk.phase = "chain_wait"
                 return True
+            if blk.kind == "cpp":  # a paste that doubled its line breaks: `what():` may come after a blank line
+                blk.phase = "cpp_wait"
+                return True
             return False
         if blk.phase == "chain_wait":
             return False
+        if blk.phase == "cpp_wait":
+            if not CPP_CONT.match(stripped):
+                return False
+            blk.phase = "msg"
         if SHELL_STOP.match(stripped) and (blk.kind == "tb" or EXC_LINE.match(blk.lines[0][1].body.lstrip())):
             return False  # an exception's failure, then the shell's or the scheduler's word of the stop: two findings
+        if stripped.startswith(TERMINATE) and (blk.kind == "tb" or blk.lines[0][1].body.lstrip().startswith('File "')):
+            return False  # a C++ exception thrown after the Python one was printed (at teardown): a failure of its own
         if CPP_CONT.match(stripped) or stripped.startswith(STATE_DICT_ROW):
             return True
         if not same_record or NEW_RECORD.match(stripped):

@@ -22,6 +22,8 @@ G_BASE = 1 << 20
 
 G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_MARK, G_KV, G_EXIT, G_SHAPE, G_REPORT = range(G_BASE, G_BASE + 10)
 
+TERMINATE = "terminate called after throwing an instance of"  # libstdc++'s word for an uncaught C++ exception
+
 GENERIC = {
     G_TB: r"Traceback \(most recent call last\)",
     # an exception name where a message can start: line start, or after a prefix/header (`]`, `:`, `)`, `>`,
@@ -30,7 +32,7 @@ GENERIC = {
     # a bare `Exception: ...` too, as vLLM's engine raises it)
     G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
            r"(?:: |: *$|$)",
-    G_CPP: r"terminate called after throwing an instance of",
+    G_CPP: TERMINATE,
     # a fatal one-line error: CPython's, or a usage error: argparse's (`prog: error: unrecognized arguments: ...`,
     # exit 2), clap's (`error: invalid value 'True' for '--disable-custom-kernels'`), llama.cpp's (`error: invalid
     # argument: -hf`);
