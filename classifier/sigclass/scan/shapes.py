@@ -166,6 +166,15 @@ FAULTS: tuple[Shape, ...] = (
         "*** SIGFPE (@0x3e800004e7e) received by PID 20094 (TID 0x7fa86fc9df00) from PID 20094; stack trace: ***"),
        ("INFO *** Aborted at the user's request", "*** SIGABRT handler installed ***",
         '*** Aborted at 1592991226 (unix time) try "date -d @1592991226" if you are using GNU date ***')),
+    # Apple's frameworks (Metal, Metal Performance Shaders: PyTorch's MPS backend) assert and abort the process:
+    # `/AppleInternal/.../MPSNDArray.mm:724: failed assertion `[MPSNDArray initWithDevice:descriptor:] Error: ...'`,
+    # `-[MTLDebugComputeCommandEncoder setBuffer:offset:atIndex:]:1254: failed assertion `...'`
+    _s("apple-failed-assertion", r"failed assertion `", r"(?:\.(?:mm|m|cpp|c|h)|\]):\d+: failed assertion `",
+       ("/AppleInternal/Library/BuildRoots/c651a45f/Library/Caches/com.apple.xbs/Sources/MetalPerformanceShaders/"
+        "MPSCore/Types/MPSNDArray.mm:724: failed assertion `[MPSNDArray initWithDevice:descriptor:] Error: total "
+        "bytes of NDArray > 2**32'",
+        "-[MTLDebugComputeCommandEncoder setBuffer:offset:atIndex:]:1254: failed assertion `Set Buffer Validation'"),
+       ("INFO test_mps.py: 3 failed assertion `checks' skipped", "the failed assertion `x > 0` in the docs")),
     # libstdc++'s message line of an uncaught exception when the `terminate called ...` line above it is lost
     # (interleaved streams): `  what():  basic_string::substr`
     _s("cpp-what", r"what\(\): ", r"^what\(\): ",
@@ -453,6 +462,7 @@ _NEEDLES = {
     "dask-compute-failed": ("Compute Failed",),
     "caught-signal": ("Caught signal ",),
     "failure-signal": ("*** ",),
+    "apple-failed-assertion": ("failed assertion `",),
     "cpp-what": ("what(): ",),
     "jvm-uncaught": ('Exception in thread "',),
     "python-no-script": ("can't open file '",),
