@@ -78,6 +78,9 @@ class _Pat:
     def __init__(self, fact: str, src: str) -> None:
         self.fact, self.rx = fact, re.compile(src)
 
+    def fact_value(self, m):  # as ledger.patterns.Pattern gives it
+        return m.group(self.fact)
+
 
 def _search(p, text):
     return p.rx.search(text)

@@ -174,3 +174,14 @@ def test_counted_pattern_form(tmp_path: Path):
     assert sc.scan_text(two).findings == []
     res = sc.scan_text(two + "INFO slow step detected (3)\nINFO slow step detected (4)\n")
     assert [(f.family, f.line, f.count) for f in res.findings] == [("demo-family", 1, 4)]
+
+
+def test_a_fact_pattern_gives_its_named_group_by_number():
+    """Pattern.fact_value reads the fact's group by its number (the regex module's lookup by name raises inside)."""
+    from sigclass.ledger.patterns import Pattern
+
+    p = Pattern(0, "fam", "fact", r"(?P<other>x)?gpu=(?P<gpu>\w+)", None, "test:1", fact="gpu")
+    m = p.compiled.search("host=a gpu=H100")
+    assert p.fact_value(m) == "H100" and p.fact_value(p.compiled.search("gpu=A100")) == "A100"
+    q = Pattern(1, "fam", "fact", r"gpu=(?P<gpu>\w+)|model=(?P<model>\w+)", None, "test:2", fact="gpu")
+    assert q.fact_value(q.compiled.search("model=H100")) is None

@@ -19,7 +19,7 @@ class Pattern:
     """One regex of a signature, with where it came from. Compiled on first use: every pattern is
     validated at load (or was, by this regex version, on an earlier load: see `_Validated`)."""
 
-    __slots__ = ("index", "family", "kind", "source", "location", "fact", "min_count", "_rx")
+    __slots__ = ("index", "family", "kind", "source", "location", "fact", "min_count", "_rx", "_fact_group")
 
     def __init__(self, index: int, family: str, kind: str, source: str, compiled: Any, location: str,
                  fact: str | None = None, min_count: int = 1) -> None:
@@ -31,6 +31,15 @@ class Pattern:
         self.fact = fact
         self.min_count = min_count  # >1: lines matching it are counted per source and worker, not blocks
         self._rx = compiled
+        self._fact_group: int | None = None
+
+    def fact_value(self, m: Any) -> str | None:
+        """The fact's value in a match of this (fact) pattern: its named group, looked up by number (the regex
+        module raises and clears an exception inside every lookup of a group by its name)."""
+        i = self._fact_group
+        if i is None:
+            i = self._fact_group = self.compiled.groupindex[self.fact]
+        return m.group(i)
 
     @property
     def compiled(self) -> Any:

@@ -30,10 +30,11 @@ class CountedEvidence:
                 continue
             # a unit-scope fact: each sighting is kept with its line (what a unit's own lines say)
             m = self.sc.guard.search(fp, ln.content)
-            if m is not None and m.group(fp.fact) is not None:
-                self.facts.setdefault(ln.worker or "", {})[fp.fact] = m.group(fp.fact)
+            value = fp.fact_value(m) if m is not None else None
+            if value is not None:
+                self.facts.setdefault(ln.worker or "", {})[fp.fact] = value
                 if len(self.fact_lines) < MAX_FACT_LINES:
-                    self.fact_lines.append((lineno, ln.worker or "", fp.fact, m.group(fp.fact)))
+                    self.fact_lines.append((lineno, ln.worker or "", fp.fact, value))
         if G_MARK in pids:
             for rx in (MARKER, MARKER_PRE):
                 # shard-first on the whole line (a log header may swallow a `[shard 3]` tag); verb-first on the body

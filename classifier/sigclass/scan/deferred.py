@@ -102,8 +102,9 @@ class PendingFacts:
         name, worker = key
         for _, pat, line in reversed(items):
             m = search(pat, content_of(line, self.heads))
-            if m is not None and m.group(name) is not None:
-                facts.setdefault(worker, {})[name] = m.group(name)
+            value = pat.fact_value(m) if m is not None else None
+            if value is not None:
+                facts.setdefault(worker, {})[name] = value
                 return
 
 
