@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 import sigclass
+from sigclass.ledger.pack import load_ledger
+from sigclass.scan.scanner import Scanner
 from sigclass.text.workers import exits_in_line, norm_worker, worker_in_text
 
 
@@ -332,7 +334,26 @@ def test_a_compose_service_column_before_a_process_prefix_keeps_the_process():
     got = [(ln.stream.kind, ln.stream.id) if ln.stream else None for ln in map(split_line, COMPOSE.splitlines())]
     assert got == [("EngineCore", "494"), ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"),
                    ("Worker_TP0_EP0", "635"), ("Worker_TP1_EP1", "636"), ("Worker_TP0_EP0", "635")]
-    assert split_line("single-1   | INFO plain line").stream is None  # no worker prefix: the line is left alone
+    # the service column alone names its service (a traceback's frames under it stay one failure)
+    alone = split_line("single-1   |   File \"/app/serve.py\", line 3, in <module>")
+    assert (alone.stream.id, alone.worker, alone.content) == ("single-1", "single-1", '  File "/app/serve.py", line 3, in <module>')
+    # a table row's one space before the bar is no service column
+    assert split_line("epoch | loss | acc").stream is None
+
+
+COMPOSE_TRACEBACK = """\
+inference_engine  | [2025-02-12 12:54:32 TP0] Scheduler hit an exception: Traceback (most recent call last):
+inference_engine  |   File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1796, in run_scheduler_process
+inference_engine  |     scheduler.event_loop_overlap()
+inference_engine  |   File "/usr/local/lib/python3.10/dist-packages/outlines/models/transformers.py", line 117, in __hash__
+inference_engine  |     from datasets.fingerprint import Hasher
+inference_engine  | ModuleNotFoundError: No module named 'datasets'
+"""
+
+
+def test_a_traceback_under_a_compose_service_column_is_one_failure_of_that_service():
+    res = Scanner(load_ledger(), signatures="regex").scan_text(COMPOSE_TRACEBACK)
+    assert [(f.family, f.line, f.end_line, f.worker) for f in res.findings] == [("import-error", 1, 6, "inference_engine")]
 
 
 # https://github.com/horovod/horovod/pull/2829 (horovodrun on Gloo: `[N]<stderr>:` prefixes, then its exit lines;

@@ -32,10 +32,11 @@ PENDING_CAP = 32  # lines kept per (fact name, worker) before that key is resolv
 
 # the prefixes whose first byte may be a letter (text.prefixes), or more: a host before a rank prefix
 # (`node1: [rank3]: `, LEAD), pdsh's host before torchrun's tee prefix (`gpu187:2: `) and alone (`worker-1: `),
-# srun's padded and heterogeneous-job labels (` 3: `, `P1 3: `), colour codes in caret notation (`^[[36m`)
+# srun's padded and heterogeneous-job labels (` 3: `, `P1 3: `), Docker Compose's service column (`vllm-1  | `),
+# colour codes in caret notation (`^[[36m`)
 HOST_FIRST = re.compile(rb"[A-Za-z0-9][\w.-]*: \[(?:rank|default)[0-9]|[A-Za-z][\w-]*:[0-9]{1,4}: "
                         rb"|[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+: | {1,2}[0-9]{1,2}: |P[0-9]{1,3} +[0-9]{1,4}: "
-                        rb"|\^\[\[")
+                        rb"|[A-Za-z][\w.-]{1,62}  +\| |\^\[\[")
 
 
 def unprefixed(raw: bytes) -> bool:
