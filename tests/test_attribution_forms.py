@@ -493,6 +493,26 @@ def test_nemo_s_log_header_is_a_header():
     assert ln.header.startswith("[NeMo W 2024-05-01") and ln.body.startswith("/usr/lib/python3")
 
 
+@pytest.mark.parametrize("stamp", ["[2025-05-20T10:47:04Z] ", "2025-05-20T10:47:04.123456789Z ", "2025-05-20 10:47:04,512 "])
+def test_a_vllm_header_after_a_runner_s_timestamp_is_one_header(stamp):
+    """A CI runner's (or `docker logs -t`') time before vLLM's own header: the frames under it stay frames."""
+    from sigclass.ledger.pack import load_ledger
+    from sigclass.scan.scanner import Scanner
+    from sigclass.text.lines import split_line
+
+    head = stamp + "ERROR 05-20 03:47:04 [core.py:489] "
+    ln = split_line(head + '  File "/vllm/v1/engine/core.py", line 480, in run_engine_core')
+    assert ln.header == head and ln.body.startswith('  File "/vllm/')
+    text = "\n".join(head + x for x in [
+        "EngineCore failed to start.", "Traceback (most recent call last):",
+        '  File "/vllm/v1/engine/core.py", line 480, in run_engine_core', "    engine_core = EngineCoreProc()",
+        "                  ^^^^^^^^^^^^^^^^", '  File "/vllm/v1/executor/multiproc_executor.py", line 202, in get_response',
+        "    raise RuntimeError(",
+        "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was encountered"]) + "\n"
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line) for f in res.findings if f.role != "secondary"] == [("cuda-illegal-memory-access", 2)]
+
+
 # --------------------------------------------------------------------------- vLLM V1's worker names
 
 # vLLM V1 names a worker by its parallel ranks (`setup_worker_process_title_and_logging`: `Worker`, then `_DP{r}`,

@@ -56,7 +56,9 @@ _HMS = lazy(r"\d\d:\d\d:\d\d")
 # A log header at the start of the content: timestamp and/or level and/or a [file:line] tag.
 _HEADER = lazy(
     r"(?:"
-    # vLLM: `ERROR 03-06 06:49:30 [core.py:123] `, and before 0.8 `ERROR 03-13 16:32:15 worker_base.py:574] `
+    # vLLM: `ERROR 03-06 06:49:30 [core.py:123] `, and before 0.8 `ERROR 03-13 16:32:15 worker_base.py:574] `; a CI
+    # runner's, `docker logs -t`'s or `kubectl logs --timestamps`' time may stand before it (`[2025-05-20T10:47:04Z] `)
+    r"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? )?"
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[^\]]*\]|[\w.]+:\d+\]) ?"
     r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]]*\] ?"  # glog / torch
     r"|\[NeMo [DIWEC] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ?"  # NeMo: `[NeMo W 2024-05-01 10:00:00 nemo_logging:349] `
