@@ -261,3 +261,12 @@ def test_a_blank_line_after_a_cpp_abort_does_not_swallow_what_follows():
     text = "terminate called after throwing an instance of 'c10::Error'\n\nRuntimeError: CUDA error: out of memory\n"
     res = Scanner(load_ledger(), signatures="regex").scan_text(text)
     assert [f.line for f in res.findings] == [1, 3]
+
+
+def test_a_second_cpp_abort_after_a_blank_line_is_a_failure_of_its_own():
+    text = ("terminate called after throwing an instance of 'c10::Error'\n"
+            "  what():  CUDA error: an illegal memory access was encountered\n\n"
+            "terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  NCCL error: unhandled system error\n")
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert [(f.family, f.line) for f in res.findings] == [("cuda-illegal-memory-access", 1), ("nccl-error", 4)]
