@@ -471,3 +471,31 @@ def test_the_siblings_stopped_before_the_failed_child_is_named_are_its_victims()
 def test_torch_spawn_s_process_number_is_the_worker():
     assert norm_worker("process 0") == norm_worker("[rank0]:") == "0"
     assert norm_worker("Process 3") == "3"
+
+
+# --------------------------------------------------------------------------- a process that aborted and said nothing else
+
+# every rank's watchdog fires at once (nothing else in view); another Ray worker's absl handler reports its abort()
+WATCHDOG_THEN_BARE_ABORT = [
+    "(RayWorkerWrapper pid=270291) [E219 08:58:32.606233339 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=31, OpType=ALLREDUCE, NumelIn=117440512, NumelOut=117440512, "
+    "Timeout(ms)=600000) ran for 600042 milliseconds before timing out.",
+    "(RayWorkerWrapper pid=270237) *** SIGABRT received at time=1739955512 on cpu 15 ***",
+    "(RayWorkerWrapper pid=270237) PC: @     0x7f4073f4d9fc  (unknown)  pthread_kill",
+    "(RayWorkerWrapper pid=270237)     @     0x7f4073ef9520  (unknown)  (unknown)",
+]
+
+
+def test_a_bare_abort_says_less_than_a_watchdog_s_timeout():
+    assert _cause(WATCHDOG_THEN_BARE_ABORT)[0] == "nccl-watchdog-timeout"
+
+
+def test_a_bare_abort_alone_is_still_the_cause():
+    assert _cause(WATCHDOG_THEN_BARE_ABORT[1:])[0] == "unknown"
+
+
+def test_an_abort_with_its_own_error_outranks_the_watchdog():
+    lines = [WATCHDOG_THEN_BARE_ABORT[0],
+             "(RayWorkerWrapper pid=270237) RuntimeError: shape '[-1, 4096]' is invalid for input of size 100",
+             *WATCHDOG_THEN_BARE_ABORT[1:]]
+    assert _cause(lines) == ("unknown", "270237")

@@ -95,6 +95,13 @@ _LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little
 _ERROR_LINE = lazy(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
                          r"|what\(\):|Fatal Python error|Segmentation fault|Aborted|[Aa]ssertion .* failed")
+# a process that aborted and said nothing else: the signal's report (absl's `*** SIGABRT received at time=...`, glog's,
+# Open MPI's `Signal: Aborted (6)`, UCX's `Caught signal 6 (Aborted)`, the shell's `Aborted (core dumped)`, CPython's
+# `Fatal Python error: Aborted`) without an error of its own: what a victim's teardown prints (an NCCL watchdog's
+# uncaught DistBackendError ends in abort()) as often as a fault
+_ABORT_WORDS = lazy(r"SIGABRT|Signal: Aborted|[Ss]ignal 6 \(|Aborted|Fatal Python error: Aborted")
+_NAMED_ERROR = lazy(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?::|$)|what\(\):"
+                    r"|Segmentation fault|[Aa]ssertion .* failed")
 _SURE_SUMMARY = {"host-oom-killed": (0.85, 0.6)}  # (with the kernel's or the scheduler's OOM word, without)
 _SURE_SUMMARY_OTHER = 0.7
 
@@ -223,6 +230,13 @@ def _is_summary(lines: Iterable[str]) -> bool:
     return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
 
 
+def _abort_only(block: list[str]) -> bool:
+    """Whether a failure no family explains shows only that its process aborted: its telling lines are the abort's
+    report, none an error of its own. It then says less than a victim's own words (a watchdog's timeout)."""
+    said = [x for x in block if _ERROR_LINE.search(x) or fault_line(x)]
+    return bool(said) and all(_ABORT_WORDS.search(x) and not _NAMED_ERROR.search(x) for x in said)
+
+
 def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ()) -> Verdict:
     """The verdict on one source from all its findings (unfolded, as found) and its launchers' exit lines."""
     if not findings and not exits:
@@ -276,7 +290,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
             elif any(_ERROR_LINE.search(x) or fault_line(x) for x in block):
-                tier = TIER_UNKNOWN
+                tier = TIER_UNSEEN if _abort_only(block) else TIER_UNKNOWN
             elif f.stream is None and any(TEARDOWN.search(x) for x in block):
                 # a traceback cut short while its launcher was already killing the workers (`Killing subprocess N`
                 # printed among its frames): one of the tracebacks of that teardown, not what started it
