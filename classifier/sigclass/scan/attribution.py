@@ -92,16 +92,17 @@ _VICTIM_WORDS = lazy(r"Watchdog caught collective operation timeout|watchdog thr
                            r"|indicates that another task died|tasks are unhealthy \(stopped sending heartbeats\)")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 _LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
-# an error's own line: without one (a traceback cut short) a failure with no family says little
-_ERROR_LINE = lazy(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
-                         r"|what\(\):|Fatal Python error|Segmentation fault|Aborted|[Aa]ssertion .* failed")
+# an error's own line: without one (a traceback cut short) a failure with no family says little; an error it names
+# (an exception, a C++ what(), a segfault, a failed assertion), or an abort
+_NAMED = (r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
+          r"|what\(\):|Segmentation fault|[Aa]ssertion .* failed")
+_NAMED_ERROR = lazy(_NAMED)
+_ERROR_LINE = lazy(_NAMED + r"|Fatal Python error|Aborted")
 # a process that aborted and said nothing else: the signal's report (absl's `*** SIGABRT received at time=...`, glog's,
 # Open MPI's `Signal: Aborted (6)`, UCX's `Caught signal 6 (Aborted)`, the shell's `Aborted (core dumped)`, CPython's
 # `Fatal Python error: Aborted`) without an error of its own: what a victim's teardown prints (an NCCL watchdog's
 # uncaught DistBackendError ends in abort()) as often as a fault
 _ABORT_WORDS = lazy(r"SIGABRT|Signal: Aborted|[Ss]ignal 6 \(|Aborted|Fatal Python error: Aborted")
-_NAMED_ERROR = lazy(r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?::|$)|what\(\):"
-                    r"|Segmentation fault|[Aa]ssertion .* failed")
 _SURE_SUMMARY = {"host-oom-killed": (0.85, 0.6)}  # (with the kernel's or the scheduler's OOM word, without)
 _SURE_SUMMARY_OTHER = 0.7
 
@@ -230,11 +231,10 @@ def _is_summary(lines: Iterable[str]) -> bool:
     return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
 
 
-def _abort_only(block: list[str]) -> bool:
-    """Whether a failure no family explains shows only that its process aborted: its telling lines are the abort's
-    report, none an error of its own. It then says less than a victim's own words (a watchdog's timeout)."""
-    said = [x for x in block if _ERROR_LINE.search(x) or fault_line(x)]
-    return bool(said) and all(_ABORT_WORDS.search(x) and not _NAMED_ERROR.search(x) for x in said)
+def _abort_only(said: list[str]) -> bool:
+    """Whether a failure no family explains shows only that its process aborted: its telling lines (`said`) are the
+    abort's report, none an error of its own. It then says less than a victim's own words (a watchdog's timeout)."""
+    return all(_ABORT_WORDS.search(x) and not _NAMED_ERROR.search(x) for x in said)
 
 
 def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ()) -> Verdict:
@@ -289,8 +289,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         elif f.family == UNKNOWN:
             if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
-            elif any(_ERROR_LINE.search(x) or fault_line(x) for x in block):
-                tier = TIER_UNSEEN if _abort_only(block) else TIER_UNKNOWN
+            elif said := [x for x in block if _ERROR_LINE.search(x) or fault_line(x)]:
+                tier = TIER_UNSEEN if _abort_only(said) else TIER_UNKNOWN
             elif f.stream is None and any(TEARDOWN.search(x) for x in block):
                 # a traceback cut short while its launcher was already killing the workers (`Killing subprocess N`
                 # printed among its frames): one of the tracebacks of that teardown, not what started it
