@@ -520,3 +520,25 @@ def test_a_vllm_tp_worker_s_fault_names_its_tp_rank():
         *(x.format(r=3) for x in VLLM_TP_OOM),
     ]) + "\n"
     _assert_cause(text, "cuda-oom", "VllmWorker TP3 pid=403")
+
+
+# NCCL's lines name their process by host and pid (`"%s:%d:%d [%d] "`); torchelastic names the same process by
+# its local rank and pid. The ring check that failed (graph/rings.cc returns ncclInternalError) is quoted from
+# https://github.com/taoyanda/Galvatron/blob/174c52dab1578b50dcf3fc9397294bb1e2e68a55/doc/_legacy/p2p_disable_postmortem.md
+# the exit line is torchelastic's format for the same pid
+NCCL_RING_THEN_SIGSEGV = """\
+hetml-a100:69966:69966 [2] graph/rings.cc:51 NCCL WARN Error : ring 1 does not contain rank 0
+[2026-05-04 17:40:52] torch.distributed.elastic.multiprocessing.api: [ERROR]
+  failed (exitcode: -11) local_rank: 2 (pid: 69966) of binary: /opt/conda/bin/python
+"""
+
+
+def test_an_nccl_error_of_the_pid_a_launcher_names_is_what_its_exit_code_ended():
+    # the launcher's -11 is how the NCCL failure ended that process, not a second, stronger cause
+    c = _cause(NCCL_RING_THEN_SIGSEGV)
+    assert c is not None and c.family == "nccl-error" and norm_worker(c.worker) == norm_worker("hetml-a100:69966")
+
+
+def test_an_exit_code_of_another_pid_stays_a_cause_of_its_own():
+    other = NCCL_RING_THEN_SIGSEGV.replace("(pid: 69966)", "(pid: 70001)")
+    _assert_cause(other, "segfault", "2")

@@ -221,6 +221,21 @@ def _workers_by_pid(cands: Sequence[_Cand], exits: Sequence[Exit]) -> dict[str, 
     return out
 
 
+# a worker named by its process as NCCL's lines print it: `host:pid` (from `host:pid:tid [dev] NCCL WARN ...`)
+_HOST_PID = lazy(r"[A-Za-z][\w.-]*:(?P<pid>\d{2,8})")
+
+
+def _aliases(cands: Sequence[_Cand], by_pid: dict[str, str]) -> dict[str, str]:
+    """The worker a launcher's exit line names (`local_rank: 2 (pid: 69966)`) for a worker whose own lines name it
+    by host and pid (`hetml-a100:69966`): one process under two names."""
+    out: dict[str, str] = {}
+    for c in cands:
+        m = _HOST_PID.fullmatch(c.worker) if c.worker else None
+        if m is not None and m["pid"] in by_pid and by_pid[m["pid"]] != c.worker:
+            out[c.worker] = by_pid[m["pid"]]
+    return out
+
+
 def _only_teardown(block: Sequence[str], torn_down: set[str]) -> bool:
     """Whether every launcher exit line of a failure is one of its teardown kills (and no kernel's word of memory)."""
     said = [ln.strip()[:300] for ln in block if any(rx.search(ln) for rx in EXIT_LINES)]
@@ -331,6 +346,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     first_seen = {norm_worker(e.worker) for e in exits
                   if e.worker is not None and e.code not in _NOT_FAILED and (e.first or FIRST_OBSERVED.search(e.text))}
     by_pid = _workers_by_pid(cands, exits)
+    alias = _aliases(cands, by_pid)
     for c in cands:
         if c.killed is not None and c.killed in by_pid and (c.report or c.worker in (None, by_pid[c.killed])):
             # the process the OOM killer took, as its launcher or its prefix names it: the kernel's own word on
@@ -357,7 +373,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             c.worker = failed[0]
         elif len(first_seen) == 1:
             c.worker = next(iter(first_seen))
-    _own_error_first(cands, kernel_oom)
+    _own_error_first(cands, kernel_oom, alias)
     # an exit and no failure of that worker: a candidate of its own (a telling code: how sure, see _SURE;
     # exit 1: it failed, why is not said)
     seen_workers = {c.worker for c in cands if c.worker is not None and c.tier >= TIER_UNSEEN}
@@ -407,9 +423,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             # a launcher's summary lists workers in its own order (torchelastic's root cause last); srun and Hydra
             # report each task's end as it happens, so the one they report first ended first
             c.first = c.line
-            if c.tier in (TIER_UNKNOWN, TIER_SECONDARY) and c.worker in first_seen:
-                # failures no family explains, alike on several workers, one of them the launcher's first observed
-                # (torchelastic's Root Cause row, printed after the others): its word is all that tells them apart
+            if c.tier in (TIER_UNKNOWN, TIER_NCCL, TIER_SECONDARY) and alias.get(c.worker, c.worker) in first_seen:
+                # failures no family explains (or NCCL errors), alike on several workers, one of them the launcher's
+                # first observed (torchelastic's Root Cause row, printed after the others): its word is all that
+                # tells them apart
                 c.first = -1
         if not launcher:
             per_worker[c.worker] = c.ordinal + 1
@@ -480,17 +497,19 @@ def _dead_workers(findings: Sequence[Finding]) -> dict[int, str]:
     return out
 
 
-def _own_error_first(cands: Sequence[_Cand], kernel_oom: bool) -> None:
+def _own_error_first(cands: Sequence[_Cand], kernel_oom: bool, alias: dict[str, str]) -> None:
     """A launcher's word of how a worker ended (`failed (exitcode: -9) local_rank: 3`, `exitcode : -6`) when that
     worker printed an exception of its own is how the exception ended it, not a second cause: it ranks with that
     exception, after it (the launcher reports an exit after the worker printed, whatever the file order). A kill the
-    kernel's OOM killer owned to is the kernel's word, not the launcher's: it keeps its rank."""
+    kernel's OOM killer owned to is the kernel's word, not the launcher's: it keeps its rank. A worker's own lines
+    may name it by its process (NCCL's `host:pid:tid`) where the launcher names its rank: `alias` joins the two."""
     own: dict[str, _Cand] = {}
     for c in cands:
         if c.worker is not None and c.basis == CauseBasis.OWN_LINES and c.tier in (TIER_UNKNOWN, TIER_NCCL):
-            best = own.get(c.worker)
+            w = alias.get(c.worker, c.worker)
+            best = own.get(w)
             if best is None or c.tier > best.tier:
-                own[c.worker] = c
+                own[w] = c
     for c in cands:
         mine = own.get(c.worker) if c.worker is not None else None
         if mine is None or (kernel_oom and c.family == "host-oom-killed"):
