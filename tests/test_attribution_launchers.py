@@ -533,12 +533,53 @@ hetml-a100:69966:69966 [2] graph/rings.cc:51 NCCL WARN Error : ring 1 does not c
 """
 
 
-def test_an_nccl_error_of_the_pid_a_launcher_names_is_what_its_exit_code_ended():
-    # the launcher's -11 is how the NCCL failure ended that process, not a second, stronger cause
+def test_a_failed_nccl_check_is_its_process_s_own_fault():
+    # ncclInternalError from a ring check: the process's own failure, which its -11 ended
     c = _cause(NCCL_RING_THEN_SIGSEGV)
     assert c is not None and c.family == "nccl-error" and norm_worker(c.worker) == norm_worker("hetml-a100:69966")
 
 
-def test_an_exit_code_of_another_pid_stays_a_cause_of_its_own():
-    other = NCCL_RING_THEN_SIGSEGV.replace("(pid: 69966)", "(pid: 70001)")
-    _assert_cause(other, "segfault", "2")
+# an NCCL failure that says nothing of a peer (NCCL's `WARN("Call to ibv_create_cq failed")`), by pid
+IBV_FAILED = "hetml-a100:69966:69966 [2] NCCL WARN Call to ibv_create_cq failed\n"
+PEER_LOST = "hetml-a100:69966:69966 [2] NCCL WARN Net : Connection closed by remote peer\n"
+EXIT_11 = ("[2026-05-04 17:40:52] torch.distributed.elastic.multiprocessing.api: [ERROR]\n"
+           "  failed (exitcode: -11) local_rank: 2 (pid: {pid}) of binary: /opt/conda/bin/python\n")
+
+
+def test_the_exit_code_of_the_pid_that_printed_an_nccl_error_is_how_that_error_ended():
+    # the launcher names the process by its local rank, NCCL by host:pid: the same process
+    c = _cause(IBV_FAILED + EXIT_11.format(pid=69966))
+    assert c is not None and c.family == "nccl-error", c
+
+
+def test_a_segfault_of_another_process_outranks_an_nccl_error_that_lost_its_peer():
+    _assert_cause(PEER_LOST + EXIT_11.format(pid=70001), "segfault", "2")
+    _assert_cause(IBV_FAILED + EXIT_11.format(pid=70001), "segfault", "2")
+
+
+# https://github.com/vllm-project/vllm/issues/6106 (a Ray TP worker's ncclCommInitRank fails with an internal error,
+# a peer reports that a remote process exited, and a third worker then segfaults in NCCL's proxy thread)
+VLLM_NCCL_INTERNAL_THEN_SIGSEGV = """\
+2024-07-03 14:42:55,264 INFO worker.py:1586 -- Connecting to existing Ray cluster at address: 128.1.219.178:6379...
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] Traceback (most recent call last):
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]   File "/model/anaconda3/envs/vllm/lib/python3.11/site-packages/vllm/distributed/device_communicators/pynccl_wrapper.py", line 244, in ncclCommInitRank
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]     self.NCCL_CHECK(self._funcs["ncclCommInitRank"](ctypes.byref(comm),
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]   File "/model/anaconda3/envs/vllm/lib/python3.11/site-packages/vllm/distributed/device_communicators/pynccl_wrapper.py", line 223, in NCCL_CHECK
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148]     raise RuntimeError(f"NCCL error: {error_str}")
+(RayWorkerWrapper pid=4139, ip=128.1.219.180) ERROR 07-03 14:43:50 worker_base.py:148] RuntimeError: NCCL error: internal error - please report this issue to the NCCL developers
+(RayWorkerWrapper pid=9821) *** SIGSEGV received at time=1720017831 on cpu 54 ***
+(RayWorkerWrapper pid=9821) PC: @     0x7f0a10469996  (unknown)  ncclProxyServiceUDS()
+(RayWorkerWrapper pid=9821)     @     0x7f2757e09520       3384  (unknown)
+(RayWorkerWrapper pid=9821)     @ ... and at least 1 more frames
+(RayWorkerWrapper pid=9821) [2024-07-03 14:43:51,034 E 9821 10625] logging.cc:440: *** SIGSEGV received at time=1720017831 on cpu 54 ***
+(RayWorkerWrapper pid=9821) [2024-07-03 14:43:51,034 E 9821 10625] logging.cc:440: PC: @     0x7f0a10469996  (unknown)  ncclProxyServiceUDS()
+(RayWorkerWrapper pid=9821) [2024-07-03 14:43:51,034 E 9821 10625] logging.cc:440:     @     0x7f2757e09520       3384  (unknown)
+(RayWorkerWrapper pid=9821) [2024-07-03 14:43:51,034 E 9821 10625] logging.cc:440:     @ ... and at least 1 more frames
+(RayWorkerWrapper pid=9821) Fatal Python error: Segmentation fault
+"""
+
+
+def test_an_nccl_internal_error_is_not_a_victim_of_a_later_segfault_elsewhere():
+    # ncclInternalError is the calling process's own failure (a peer lost says `remote process exited`): it is no
+    # weak sign of another worker's crash, and it began a second before the segfault
+    _assert_cause(VLLM_NCCL_INTERNAL_THEN_SIGSEGV, "nccl-error", "4139")

@@ -8,7 +8,8 @@ never compares line numbers across workers. It ranks every failure by how direct
   summary   a fault a launcher reports for a worker that printed nothing itself (exit -9 / 137, -11 / 139,
             srun's `task 3: Out Of Memory`): a rank the OOM killer took says nothing, its launcher does
   unknown   a failure no family explains (with an error line of its own)
-  nccl      an NCCL error: most often what the others print when one rank died
+  nccl      an NCCL error: most often what the others print when one rank died (an NCCL check that failed in
+            the process itself, ncclInternalError or ncclInvalidUsage with no word of a peer, is direct)
   secondary a watchdog timeout, a dead engine or actor: what a victim prints
   unseen    a traceback cut short before its error line
   stopped   a stop signal from outside (a scheduler, a user)
@@ -90,6 +91,11 @@ _VICTIM_WORDS = lazy(r"Watchdog caught collective operation timeout|watchdog thr
                            r"|Connection closed by peer \[|communicator was aborted"
                            r"|(?i:see root cause above|for the root cause)|Received sigquit from a child"
                            r"|indicates that another task died|tasks are unhealthy \(stopped sending heartbeats\)")
+# NCCL's result codes for a failure of the calling process itself (`NCCL error: internal error`, `ncclInvalidUsage`,
+# `invalid argument (run with NCCL_DEBUG=WARN for details)`, a failed ring check) and the words of a peer or link lost
+_NCCL_OWN = lazy(r"internal error|ncclInternalError|invalid usage|ncclInvalidUsage|invalid argument|ncclInvalidArgument"
+                 r"|NCCL WARN Error : ")
+_NCCL_PEER = lazy(r"(?i)remote|peer|network|connection|socket|timed? ?out|abort")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 _LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little; an error it names
@@ -323,7 +329,9 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         elif summary:
             tier = TIER_SUMMARY
         elif f.family == "nccl-error":
-            tier = TIER_NCCL
+            # an NCCL check that failed in this process (ncclInternalError, ncclInvalidUsage, ncclInvalidArgument) is
+            # its own fault, unless its words say a peer or the network went away
+            tier = TIER_DIRECT if _NCCL_OWN.search(text) and not _NCCL_PEER.search(text) else TIER_NCCL
         else:
             tier = TIER_DIRECT
         kernel_oom = kernel_oom or any(_KERNEL_OOM.search(x) for x in block)
