@@ -18,7 +18,7 @@ from sigclass.scan import exitnoise
 from sigclass.scan.explained import as_unknown, own_cause, startup_report_only, teardown_kills
 from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import (
-    emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault,
+    emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault, TEARDOWN,
 )
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
@@ -391,6 +391,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 return True
             if blk.phase == "chain":
                 return False
+            if TEARDOWN.search(body):
+                return False  # a cut traceback, then its launcher killing the workers: no exception line of its
             return _at_exception(blk)
         # after the exception line, or in a one-line / C++ block
         if "Traceback (most recent call last)" in body:
