@@ -584,3 +584,38 @@ def test_the_resource_tracker_s_own_keyerror_at_exit_is_no_failure(shipped, pref
 def test_a_traceback_through_user_code_that_ends_in_the_tracker_is_still_one(shipped):
     lines = TRACKER[:1] + ['  File "/work/train.py", line 41, in <module>', "    pool.close()"] + TRACKER[1:]
     assert first_root_family(shipped.scan_text("\n".join(lines) + "\n").findings) == "unknown"
+
+
+# torch._dynamo logs a frame it WON'T CONVERT at warning level, with the exception it caught, and runs that frame
+# eagerly; quoted from the LSF job report at
+# https://github.com/MrCogito/Deep_learning_2023/blob/e0fd1ea0d0e1dc50b481e9f0515cc7ef9209fd44/outputs/WorkingSetup/Markdown/WorkingSetup_11.md
+DYNAMO_WONT_CONVERT = """\
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] WON'T CONVERT <resume in get_neighbours_as_edge_index> /zhome/59/9/198225/Desktop/Deep_learning_2023/Deep_learning_2023/PaiNN.py line 120 
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] due to: 
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] Traceback (most recent call last):
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING]   File "/appl/python/3.10.12/lib/python3.10/concurrent/futures/_base.py", line 403, in __get_result
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING]     raise self._exception
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] FileNotFoundError: [Errno 2] No such file or directory: 'ldconfig'
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] 
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information
+[2023-12-03 14:53:32,330] torch._dynamo.convert_frame: [WARNING] 
+Epoch [648/650], Train Loss: 0.0008, Train L1 Loss: 0.1963
+"""
+
+
+def test_a_traceback_a_logger_printed_at_warning_level_is_no_failure(shipped):
+    assert shipped.scan_text(DYNAMO_WONT_CONVERT).findings == []
+
+
+@pytest.mark.parametrize("level", ["ERROR", "CRITICAL"])
+def test_the_same_traceback_at_an_error_level_is_a_failure(shipped, level):
+    res = shipped.scan_text(DYNAMO_WONT_CONVERT.replace("[WARNING]", f"[{level}]"))
+    assert first_root_family(res.findings) == "unknown"
+
+
+def test_a_warning_line_above_a_bare_traceback_does_not_excuse_it(shipped):
+    # only the record's own lines at warning level make it caught: a traceback printed after a warning is not
+    lines = DYNAMO_WONT_CONVERT.splitlines()
+    text = "\n".join(lines[:2] + [x.split("[WARNING] ", 1)[1] for x in lines[2:7]]) + "\n"
+    assert first_root_family(shipped.scan_text(text).findings) == "unknown"

@@ -94,6 +94,30 @@ def tracker_noise(bodies: list[str]) -> bool:
     return bool(frames) and all(_TRACKER_FRAME.search(b) for b in frames)
 
 
+# a traceback a logger printed at its warning level (`logger.warning(..., exc_info=True)`): each of its lines under the
+# level word (torch._dynamo's `[2023-11-29 11:05:15,440] torch._dynamo.convert_frame: [WARNING] Traceback ...` when a
+# frame WON'T CONVERT and runs eagerly, glog's `W1203 14:53:36.262000 140 convert_frame.py:1] ...`, `WARNING:root:`);
+# the program caught the exception and went on
+_WARN_LEVEL = lazy(r"^W\d{4} \d\d:\d\d:\d\d|(?<![A-Za-z])WARN(?:ING)?(?![A-Za-z])")
+
+
+def logged_as_warning(texts: list[str]) -> bool:
+    """Whether a traceback block is a warning record's: its lines from the `Traceback` line through the exception line
+    each carry a warning level before their text (a line or two after them, not of the record, may have run on)."""
+    said = [x for x in texts if x.strip()]
+    run = 0
+    for x in said:
+        m = _WARN_LEVEL.search(x, 0, 120)
+        cut = x.find("Traceback (most recent call last)")
+        if m is None or (cut >= 0 and m.start() > cut):
+            break
+        run += 1
+    head = said[:run]
+    if run < 3 or len(said) - run > 2 or "Traceback (most recent call last)" not in head[0]:
+        return False
+    return any(EXC_LINE.match(x[_WARN_LEVEL.search(x, 0, 120).end():].lstrip(" ]:-|")) for x in head[1:])
+
+
 # a logger's warning that the program goes on without something (xformers: `A matching Triton is not available, some
 # optimizations will not be enabled`, logged with the ImportError it caught as exc_info)
 FALLBACK_WARNING = lazy(r"\bWARN(?:ING)?\b.*(?:\bnot available\b|\bunavailable\b|will not be (?:enabled|used)"
