@@ -45,6 +45,20 @@ def _by_first_char(table):
 _PREFIX_BY_FIRST, _PREFIX_ANY = _by_first_char(LINE_PREFIXES)
 
 
+def _guard(table):
+    """One pattern that matches where any prefix of `table` does (their alternation, groups unnamed): most lines
+    have no prefix, and one failed match costs less than a failed match per prefix."""
+    srcs = [rx.pattern for _, rx in table]
+    if not srcs or any("(?P=" in s or "(?(" in s for s in srcs) or len({rx.flags for _, rx in table}) != 1:
+        return None
+    return lazy("|".join(f"(?:{re.sub(r'[(][?]P<[A-Za-z_][A-Za-z0-9_]*>', '(?:', s)})" for s in srcs),
+                table[0][1].flags)
+
+
+_GUARD_BY_FIRST = {ch: _guard(table) for ch, table in _PREFIX_BY_FIRST.items()}
+_GUARD_ANY = _guard(_PREFIX_ANY)
+
+
 _TS_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", lazy(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:[.,](?P<f>\d+))?(?P<z>Z|[+-]\d\d:?\d\d)?")),
     ("vllm", lazy(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d+))?")),
@@ -155,7 +169,11 @@ def _split_line(raw: str) -> Line:
             content = content[lead.end():]
             tov = parse_time(lead.group(0))
     for _ in range(2):
-        for k, rx in _PREFIX_BY_FIRST.get(content[:1], _PREFIX_ANY):
+        first = content[:1]
+        guard = _GUARD_BY_FIRST.get(first, _GUARD_ANY)
+        if guard is not None and guard.match(content) is None:
+            break  # no prefix starts this line
+        for k, rx in _PREFIX_BY_FIRST.get(first, _PREFIX_ANY):
             m = rx.match(content)
             if not m:
                 continue
