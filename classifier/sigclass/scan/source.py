@@ -392,7 +392,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             if blk.phase == "chain":
                 return False
             if TEARDOWN.search(body):
-                return False  # a cut traceback, then its launcher killing the workers: no exception line of its
+                return False  # a cut traceback, then its launcher killing the workers: not the exception line it lacks
             return _at_exception(blk)
         # after the exception line, or in a one-line / C++ block
         if "Traceback (most recent call last)" in body:
