@@ -185,3 +185,30 @@ def test_a_fact_pattern_gives_its_named_group_by_number():
     assert p.fact_value(m) == "H100" and p.fact_value(p.compiled.search("gpu=A100")) == "A100"
     q = Pattern(1, "fam", "fact", r"gpu=(?P<gpu>\w+)|model=(?P<model>\w+)", None, "test:2", fact="gpu")
     assert q.fact_value(q.compiled.search("model=H100")) is None
+
+
+RECOVERY = GOOD.replace("    - 'DemoError: something broke'",
+                        "    - pattern: 'demo: still waiting for peers'\n      min_count: 2") + """\
+over_time:
+  - kind: recovery
+    name: demo-started
+    pattern: 'Demo started in [0-9]+ s'
+"""
+WAITS = "demo: still waiting for peers\ndemo: still waiting for peers\n"
+
+
+def test_a_recovery_rule_needs_an_example_it_recovers(tmp_path: Path):
+    (tmp_path / "demo-family.yaml").write_text(RECOVERY, encoding="utf-8")
+    (tmp_path / "demo-family.log").write_text(f"# expect: demo-family\n{WAITS}# expect-not: demo-family\nok\n",
+                                              encoding="utf-8")
+    lg = load_ledger([tmp_path], shipped=False)
+    sc = Scanner(lg, signatures="regex")
+    assert any(i.name == "over-time-examples" and "demo-started" in i.message
+               for i in lint(lg, shipped=False, scanner=sc))
+    (tmp_path / "demo-family.log").write_text(
+        f"# expect: demo-family\n{WAITS}# expect-not: demo-family\n{WAITS}Demo started in 40 s\n", encoding="utf-8")
+    lg = load_ledger([tmp_path], shipped=False)
+    sc = Scanner(lg, signatures="regex")
+    assert not [i for i in lint(lg, shipped=False, scanner=sc) if i.severity == "HIGH"]
+    assert [(f.family, f.status) for f in sc.scan_text(WAITS + "Demo started in 40 s\n").findings] == \
+        [("demo-family", "recovered")]

@@ -106,3 +106,30 @@ def test_an_error_or_a_warning_the_kill_follows_at_once_stays_the_cause(scanner)
     # nothing printed between the warning and the kill: nothing says the process went on past it
     at_once = "".join(x for x in WARNED_THEN_KILLED.splitlines(True) if "Loading" not in x)
     assert _statuses(scanner, at_once)[0] == ("cuda-env-mismatch", "active")
+
+
+# vLLM's broadcast queue waits through a long compile, then the engine reports its start-up done (the wording of
+# shm_broadcast.py and core.py); the `recovery` rule of vllm-engine-hang reads the second
+SHM_WAITS = (
+    "(EngineCore_DP0 pid=5120) INFO 10-02 14:03:40 [shm_broadcast.py:466] No available shared memory broadcast block "
+    "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+    "(e.g. compilation).\n"
+) * 3
+STARTED = ("(EngineCore_DP0 pid=5120) INFO 10-02 14:05:31 [core.py:214] init engine (profile, create kv cache, warmup "
+           "model) took 191.06 seconds\n")
+
+
+def test_waits_the_engine_started_after_are_recovered(scanner):
+    assert _statuses(scanner, SHM_WAITS + STARTED) == [("vllm-engine-hang", "recovered")]
+
+
+def test_waits_after_the_engine_started_stay_a_hang(scanner):
+    # the start-up line above the waits says nothing of them: the engine started, then hung
+    assert _statuses(scanner, STARTED + SHM_WAITS) == [("vllm-engine-hang", "active")]
+
+
+def test_a_hang_that_raised_is_not_recovered_by_a_later_start(scanner):
+    raised = ('Traceback (most recent call last):\n  File "/v/vllm/v1/executor/multiproc_executor.py", line 9, in '
+              'collective_rpc\n    raise TimeoutError(f"RPC call to {method} timed out.")\n'
+              "TimeoutError: RPC call to execute_model timed out.\n")
+    assert [s for f, s in _statuses(scanner, raised + STARTED) if f == "vllm-engine-hang"] == ["active"]

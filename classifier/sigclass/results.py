@@ -88,7 +88,7 @@ class Fact(TypedDict):
 class OverTimeRule(TypedDict):
     """A rule read from what the log does over time (its whole entry; `kind` and `name` always)."""
 
-    kind: Annotated[str, J(enum=["metric", "storm", "stall", "rate"])]
+    kind: Annotated[str, J(enum=["metric", "storm", "stall", "rate", "recovery"])]
     name: str
 
 

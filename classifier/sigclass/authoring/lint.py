@@ -17,6 +17,7 @@ from sigclass.ledger.context import CONTEXT, GROUPS
 from sigclass.ledger.families import CONTRACT_IDS
 from sigclass.ledger.pack import Ledger, sig_files
 from sigclass.ledger.signature import Signature
+from sigclass.vocab import Status
 
 SEVERITIES = ("HIGH", "MEDIUM", "LOW", "INFO")
 
@@ -217,7 +218,8 @@ class OverTimeRules(Validator):
 
 
 class OverTimeExamples(Validator):
-    """Every `over_time` rule fires on at least one `# expect:` example of its family."""
+    """Every `over_time` rule fires on at least one `# expect:` example of its family; a recovery rule (which finds
+    nothing by itself) makes a finding of its family `recovered` in at least one `# expect-not:` example."""
 
     name = "over-time-examples"
 
@@ -227,12 +229,22 @@ class OverTimeExamples(Validator):
         if not sig.over_time or scanner is None or not path.exists():
             return []
         fired = set()
+        got_past = False
         for e in parse_examples(path):
-            if e.kind == "expect" and e.family == sig.id and not e.todo:
+            if e.family != sig.id or e.todo:
+                continue
+            if e.kind == "expect":
                 res = scanner.scan_text(e.text, source=f"{e.path}:{e.line}")
                 fired.update(f.facts.get("over_time_rule") for f in res.findings if f.family == sig.id)
-        return [self.issue(rule.location, f"{rule.kind} rule {rule.name} fires on no `# expect: {sig.id}` example in {path.name}")
-                for rule in sig.over_time if f"{rule.kind} {rule.name}" not in fired]
+            elif any(r.kind == "recovery" for r in sig.over_time):
+                res = scanner.scan_text(e.text, source=f"{e.path}:{e.line}")
+                got_past = got_past or any(f.family == sig.id and f.status == Status.RECOVERED for f in res.findings)
+        out = [self.issue(rule.location, f"{rule.kind} rule {rule.name} fires on no `# expect: {sig.id}` example in {path.name}")
+               for rule in sig.over_time if rule.kind != "recovery" and f"{rule.kind} {rule.name}" not in fired]
+        out += [self.issue(rule.location, f"recovery rule {rule.name} makes no finding `recovered` in an "
+                                          f"`# expect-not: {sig.id}` example of {path.name}")
+                for rule in sig.over_time if rule.kind == "recovery" and not got_past]
+        return out
 
 
 class Examples(Validator):

@@ -10,7 +10,10 @@ Four kinds (docs/ledger.md has the reference):
 - stall: progress lines (`progress`) stop while the process lives (`alive` lines go on, `min_count`
   of them), or a silence of `gap` times the usual progress interval is ended by a kill (`ended_by`);
 - rate: a load line (`pattern`) repeated per request or item (`per`): at least `min_count` loads and
-  `ratio` loads per item.
+  `ratio` loads per item;
+- recovery: a line (`pattern`) that shows the process got past a warning of the family (vLLM's `init engine ...
+  took 300.72 s` after shared-memory broadcast waits during a long compile): a finding of the family with no
+  error line of its own, printed above it in the same source, is `recovered`. It finds nothing by itself.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, Callable
 from sigclass.ledger.patterns import Collector, compile_pattern, KNOWN_VALID, Pattern
 
 
-KINDS = ("metric", "storm", "stall", "rate")
+KINDS = ("metric", "storm", "stall", "rate", "recovery")
 
 CONDITIONS = ("nan", "inf", "nonfinite", "spike", "fallen", "at_most", "at_least")
 
@@ -32,6 +35,7 @@ _KEYS: dict[str, tuple[set[str], set[str]]] = {
     "storm": ({"pattern", "min_count", "window", "when", "limit", "factor", "step", "min_step"}, {"pattern", "min_count"}),
     "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds"}, {"progress"}),
     "rate": ({"pattern", "per", "min_count", "ratio", "window"}, {"pattern", "per"}),
+    "recovery": ({"pattern"}, {"pattern"}),
 }
 
 
@@ -122,7 +126,7 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
     if items is None:
         return ()
     if not isinstance(items, list):
-        errs.add(at("over_time"), "over_time must be a list of rules, each with a kind (metric, storm, stall, rate)")
+        errs.add(at("over_time"), f"over_time must be a list of rules, each with a kind ({', '.join(KINDS)})")
         return ()
     out: list[TimeRule] = []
     idx = start

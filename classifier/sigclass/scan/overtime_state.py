@@ -39,6 +39,7 @@ class OverTimeState(StallRules):
         self.recent = Recent(ot.progress_regions)
         self.looked: dict[int, tuple[int, int]] = {}  # progress pattern -> (block, offset) its look-backs reached
         self.live_flagged: dict[str | None, int] = {}  # worker -> its last progress line when reported stalled
+        self.recovery_line: dict[str, int] = {}  # family -> the last line of a recovery rule of it (any worker)
 
     # ------------------------------------------------------------------ feeding
     def block_end(self, buf: bytes, lo: int, n: int, last_lineno: int, serial: int) -> None:
@@ -102,6 +103,14 @@ class OverTimeState(StallRules):
     def progress_after(self, worker: str | None, line: int, until: int | None = None) -> int:
         """How many recent progress lines of the worker lie below a line, and above `until` (for `recovered`)."""
         return self.recent.after(self.progress_pids, worker, line, until)
+
+    def recovered_after(self, family: str, line: int) -> bool:
+        """Whether a recovery rule of the family matched a line below `line` in this source."""
+        return self.recovery_line.get(family, 0) > line
+
+    # ------------------------------------------------------------------ recovery
+    def _recovery(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:
+        self.recovery_line[rule.family] = max(self.recovery_line.get(rule.family, 0), seen.lineno)
 
     # ------------------------------------------------------------------ metric
     def _metric(self, rule: TimeRule, role: str, st: RuleState, seen: Seen, m, where: Where) -> None:

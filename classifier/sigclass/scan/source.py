@@ -207,7 +207,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             else:
                 self._out(f)
         emit_reports(self)
-        settle(self.findings, self.sc.ledger, self._progress_in_unit)
+        settle(self.findings, self.sc.ledger, self._progress_in_unit, self.over_time.recovered_after)
 
     def _progress_in_unit(self, worker: str | None, line: int) -> int:
         """Progress lines of the worker below a line and above the next unit's start marker: the next unit's

@@ -13,6 +13,8 @@
 - Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
   on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
   value (one `loss=nan` step that a loss scaler skipped) after which the worker's steps go on.
+- Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
+  engine's `init engine ... took` after shared-memory broadcast waits during a long compile) is `recovered`.
 - Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line; no error line)
   after which the same process printed more and was then killed for memory is `recovered` too: the process
   went on past the warning, and the kill is what ended it.
@@ -89,14 +91,27 @@ def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
         f.caveats = [note, *f.caveats]
 
 
-def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[str | None, int], int]) -> None:
+def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[str | None, int], int],
+           recovered_after: Callable[[str, int], bool] | None = None) -> None:
     """Apply the source-wide verdicts to findings in place (they stay in line order)."""
     if not findings:
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
     _recovered(findings, progress_after)
+    if recovered_after is not None:
+        _got_past(findings, recovered_after)
     _outlived(findings)
+
+
+def _got_past(findings: Iterable[Finding], recovered_after: Callable[[str, int], bool]) -> None:
+    """A family's warning (no error line, no over-time rule of its own) below which a recovery rule of the family
+    matched (the engine reported its start-up done after waiting through a long compile) is `recovered`."""
+    for f in findings:
+        if f.role == Role.SECONDARY or f.status == Status.RECOVERED or f.facts.get("over_time_rule"):
+            continue
+        if _error_end(f) is None and recovered_after(f.family, max(f.line, f.end_line)):
+            f.status = Status.RECOVERED
 
 
 def recurrence(seen: dict[tuple, list], f: Finding) -> None:
