@@ -58,6 +58,11 @@ RECOVERED_AFTER = 2  # progress lines of the same worker after an error that mak
 # a logger's WARNING level, glog's W lines (`W0614 10:11:12.123456 ...`)
 _WARNING = lazy(r"(?:^|[^A-Za-z])[A-Z][A-Za-z]*Warning: |^\s+(?:warnings\.)?warn\(|(?<![A-Za-z])WARNING(?![A-Za-z])"
                 r"|^W\d{4} \d\d:\d\d:\d\d")
+# a C++ library's log record at warning or error level that is no exception (absl's and TensorFlow's
+# `2023-05-10 12:03:17.602190: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: ...`, glog's
+# `E0510 12:03:17.602190 4431 file.cc:271] ...`): the library reports and goes on
+_LOGGED = lazy(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)?(?:: )?[WE] [\w./-]+\.(?:cc|cpp|h):\d+\] "
+              r"|[WE]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+\.(?:cc|cpp|h):\d+\] ")
 # the families of a kill that ends a process from outside (what a warning's process died of, not what it warned of)
 _KILLS = frozenset({"host-oom-killed"})
 
@@ -224,7 +229,10 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
 
 
 def _outlived(findings: list[Finding]) -> None:
-    """A warning the process went on past (more lines after its block) before a kill ended it is `recovered`."""
+    """A warning the process went on past (more lines after its block) before a kill ended it is `recovered`; so is
+    a C++ library's warning or error record that is no exception (TensorFlow on a node without a GPU: `Could not load
+    dynamic library 'libcudart.so.11.0'`, `failed call to cuInit: CUDA_ERROR_NO_DEVICE`, then CPU work, then the OOM
+    killer)."""
     kills = [g for g in findings if g.family in _KILLS and g.role != Role.SECONDARY]
     if not kills:
         return
@@ -233,7 +241,7 @@ def _outlived(findings: list[Finding]) -> None:
             continue
         if f.facts.get("over_time_rule") or _error_end(f) is not None:
             continue  # what a run does over time, or an error: no warning
-        if not any(_WARNING.search(b) for b in f.block):
+        if not any(_WARNING.search(b) or _LOGGED.match(b) for b in f.block):
             continue
         end = max(f.line, f.end_line)
         if any(g.worker == f.worker and g.line > end + 1 for g in kills):
