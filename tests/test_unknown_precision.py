@@ -619,3 +619,37 @@ def test_a_warning_line_above_a_bare_traceback_does_not_excuse_it(shipped):
     lines = DYNAMO_WONT_CONVERT.splitlines()
     text = "\n".join(lines[:2] + [x.split("[WARNING] ", 1)[1] for x in lines[2:7]]) + "\n"
     assert first_root_family(shipped.scan_text(text).findings) == "unknown"
+
+
+# a Slurm job's stderr: `conda activate` in a shell conda never set up, then the job runs (quoted from
+# https://github.com/owencqueen/PolymerGNN/blob/c0345c1476f137721039c3d7d8e6772d93075794/formal/arch_ablation/outputs/iv/fold=0.e
+CONDA_NOT_INIT_STDERR = """\
+
+CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.
+To initialize your shell, run
+
+    $ conda init <SHELL_NAME>
+
+Currently supported shells are:
+  - bash
+  - fish
+  - tcsh
+  - xonsh
+  - zsh
+  - powershell
+
+See 'conda init --help' for more information and options.
+
+IMPORTANT: You may need to close and restart your shell after running 'conda init'.
+
+"""
+
+
+def test_conda_s_shell_setup_notice_is_no_failure(shipped):
+    assert shipped.scan_text(CONDA_NOT_INIT_STDERR + "epoch 1 done\n").findings == []
+
+
+def test_a_job_that_then_misses_its_packages_still_fails(shipped):
+    missing = ('Traceback (most recent call last):\n  File "train.py", line 1, in <module>\n    import torch_geometric\n'
+               "ModuleNotFoundError: No module named 'torch_geometric'\n")
+    assert first_root_family(shipped.scan_text(CONDA_NOT_INIT_STDERR + missing).findings) == "import-error"

@@ -22,7 +22,7 @@ from sigclass.scan.shapes import (
 )
 from sigclass.scan.verdict import recurrence, settle
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
+    BLOCK_STARTERS, CHAIN, CONDA_NOT_INIT, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import, logged_as_warning,
     IGNORED, IPYTHON_FRAME, IPYTHON_HEAD, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD,
     SHELL_STOP, TERMINATE, tracker_noise,
@@ -488,6 +488,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return  # multiprocessing's resource tracker failing its own bookkeeping at exit
         if res is None and logged_as_warning(texts):
             return  # an exception a logger reported at its warning level, caught: the program went on
+        if res is None and bodies[0].lstrip().startswith(CONDA_NOT_INIT):
+            return  # `conda activate` in a shell conda was never set up in: the batch script went on
         if blk.warned and (res is None or res[0].id == "import-error") and caught_import(bodies):
             return  # an optional import that failed, logged under the warning that the program goes on without it
         end_line = blk.lines[-1][0]

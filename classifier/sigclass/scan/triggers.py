@@ -118,6 +118,11 @@ def logged_as_warning(texts: list[str]) -> bool:
     return any(EXC_LINE.match(x[_WARN_LEVEL.search(x, 0, 120).end():].lstrip(" ]:-|")) for x in head[1:])
 
 
+# conda's CLI in a batch script whose shell never ran `conda init`: `conda activate` fails, the script goes on (in
+# whatever environment it had); a job that then misses its packages fails with an error of its own
+CONDA_NOT_INIT = "CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'"
+
+
 # a logger's warning that the program goes on without something (xformers: `A matching Triton is not available, some
 # optimizations will not be enabled`, logged with the ImportError it caught as exc_info)
 FALLBACK_WARNING = lazy(r"\bWARN(?:ING)?\b.*(?:\bnot available\b|\bunavailable\b|will not be (?:enabled|used)"
