@@ -158,3 +158,34 @@ def test_library_log_records_the_process_went_on_past_are_no_cause_of_the_kill(s
 def test_the_same_records_with_no_kill_after_them_stay_findings(scanner):
     cut = TF_CPU_NODE_OOM.split("/cm/local/apps/slurm")[0]
     assert {str(f.status) for f in scanner.scan_text(cut).findings if f.family == "cuda-env-mismatch"} == {"active"}
+
+
+# a server refuses one request (the model name a client asked for) and serves the next ones; quoted from
+# https://github.com/jayashan10/Deepseek-qwen-deployment/blob/5bddab012dc020b1cc9a55c40c3b50212f1a38cd/vllm_server.log
+REFUSED = """\
+INFO:     Application startup complete.
+ERROR 05-12 02:47:14 [serving_chat.py:136] Error with model object='error' message='The model `deepseek-r1-14b` does not exist.' type='NotFoundError' param=None code=404
+INFO:     127.0.0.1:56148 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found
+"""
+SERVED = """\
+INFO:     127.0.0.1:56160 - "GET /v1/models HTTP/1.1" 200 OK
+INFO 05-12 02:47:26 [chat_utils.py:397] Detected the chat template content format to be 'string'. You can set `--chat-template-content-format` to override this.
+INFO 05-12 02:47:26 [logger.py:39] Received request chatcmpl-5a7407c45c434cb19736bd2776fce860: prompt: '<｜begin▁of▁sentence｜><｜User｜>Solve 27×36. Show steps then box the answer.<｜Assistant｜><think>\n', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.6, top_p=0.95, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=128, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, extra_args=None), prompt_token_ids: None, lora_request: None, prompt_adapter_request: None.
+INFO 05-12 02:47:26 [async_llm.py:252] Added request chatcmpl-5a7407c45c434cb19736bd2776fce860.
+INFO:     127.0.0.1:34574 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+INFO 05-12 02:47:33 [loggers.py:111] Engine 000: Avg prompt throughput: 2.1 tokens/s, Avg generation throughput: 12.8 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%
+INFO 05-12 02:47:43 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%
+INFO 05-12 02:47:48 [logger.py:39] Received request chatcmpl-eea0cc84ab194e4286d58f6465d247b1: prompt: '<｜begin▁of▁sentence｜><｜User｜>Solve 27×36. Show steps then box the answer.<｜Assistant｜><think>\n', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.6, top_p=0.95, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=128, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, extra_args=None), prompt_token_ids: None, lora_request: None, prompt_adapter_request: None.
+INFO 05-12 02:47:48 [async_llm.py:252] Added request chatcmpl-eea0cc84ab194e4286d58f6465d247b1.
+INFO:     127.0.0.1:40452 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+INFO 05-12 02:47:53 [loggers.py:111] Engine 000: Avg prompt throughput: 2.1 tokens/s, Avg generation throughput: 12.8 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 50.0%
+INFO 05-12 02:47:59 [logger.py:39] Received request chatcmpl-145a3d583a4747569043b7c4a0c572c7: prompt: '<｜begin▁of▁sentence｜><｜User｜>Solve 27×36. Show steps then box the answer.<｜Assistant｜><think>\n', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.6, top_p=0.95, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=128, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, extra_args=None), prompt_token_ids: None, lora_request: None, prompt_adapter_request: None.
+"""
+
+
+def test_an_error_record_the_server_went_on_past_is_recovered(scanner):
+    assert _statuses(scanner, REFUSED + SERVED) == [("unknown", "recovered")]
+
+
+def test_an_error_record_with_nothing_served_after_it_stays_a_failure(scanner):
+    assert _statuses(scanner, REFUSED) == [("unknown", "unknown")]

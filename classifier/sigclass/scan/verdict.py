@@ -10,9 +10,10 @@
   prints for a failed rank, or, after a dead Ray worker, the exception its task raised or a fatal line of the
   worker's own (a C++ unhandled exception) can be that root.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
-- Recovered: an error (a traceback or exception line) after which the same worker's progress lines go
-  on is `recovered`: shown with that status, not a failure of the run. So is a step report of a non-finite
-  value (one `loss=nan` step that a loss scaler skipped) after which the worker's steps go on.
+- Recovered: an error (a traceback or exception line, or a log record of an error no family explains) after which
+  the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
+  a step report of a non-finite value (one `loss=nan` step that a loss scaler skipped) after which the worker's
+  steps go on.
 - Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
   engine's `init engine ... took` after shared-memory broadcast waits during a long compile) is `recovered`.
 - Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line; no error line)
@@ -222,6 +223,8 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
         end = _error_end(f)
         if end is None:
             end = _value_report_end(f)
+        if end is None and f.family == UNKNOWN and not f.facts.get("over_time_rule"):
+            end = max(f.line, f.end_line)  # an error a log record reports (a request a server refused), no family's
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:
