@@ -16,9 +16,9 @@
   steps go on.
 - Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
   engine's `init engine ... took` after shared-memory broadcast waits during a long compile) is `recovered`.
-- Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line; no error line)
-  after which the same process printed more and was then killed for memory is `recovered` too: the process
-  went on past the warning, and the kill is what ended it.
+- Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line, a C++ library's
+  warning or error record; no exception) after which the same process printed more and was then killed for
+  memory is `recovered` too: the process went on past the warning, and the kill is what ended it.
 
 Nothing already printed is withdrawn: on a live pipe these verdicts reach the final summary and the
 structured outputs, which are written at the end.
