@@ -119,7 +119,7 @@ class Gotcha(Plain):
     superseded_by: tuple[Supersede, ...]
     references: tuple[str, ...]
     over_time: Annotated[tuple[OverTimeRule, ...], J(
-        description="Rules read from what the log does over time (metric, storm, stall, rate).")]
+        description="Rules read from what the log does over time (metric, storm, stall, rate, recovery).")]
     path: Annotated[str, J(description="The signature file the entry was loaded from.")]
 
     @classmethod

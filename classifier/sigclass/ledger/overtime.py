@@ -1,6 +1,6 @@
 """Signatures over time: the `over_time` rules of a family, read from what a log does across many lines.
 
-Four kinds (docs/ledger.md has the reference):
+Five kinds (docs/ledger.md has the reference):
 
 - metric: a value read from step lines (`pattern` with a `(?P<value>...)` group) meets a condition
   (`when`: nan, inf, nonfinite, spike, at_most, at_least) for `steps` consecutive steps;

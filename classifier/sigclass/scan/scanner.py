@@ -154,7 +154,7 @@ class Scanner:
                 items.append((p.index, _after_prefix(p.source), f"{p.location} ({sig.id} fact {p.fact})"))
         for gid, src in GENERIC.items():
             items.append((gid, src, f"built-in trigger {gid - G_BASE}"))
-        # signatures over time (metric, storm, stall, rate rules): regex evidence, so not in learned-only mode
+        # signatures over time (metric, storm, stall, rate, recovery rules): regex evidence, so not in learned-only mode
         self.over_time = OverTime(ledger if signatures != SignatureMode.LEARNED else _NO_RULES)
         items.extend((pid, _after_prefix(src), label) for pid, src, label in self.over_time.items)
         self.live_stall: float | None = 0.0  # live pipes: provisional stalls (`stall_setting`; 0.0 is automatic)
