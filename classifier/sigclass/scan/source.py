@@ -423,7 +423,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if blk.phase == "chain_wait":
             return False
         if blk.phase == "cpp_wait":
-            if not CPP_CONT.match(stripped) or stripped.startswith("terminate called"):
+            if not CPP_CONT.match(stripped) or stripped.startswith(TERMINATE):
                 return False  # (another abort after the blank line is a failure of its own)
             blk.phase = "msg"
         if SHELL_STOP.match(stripped) and (blk.kind == "tb" or EXC_LINE.match(blk.lines[0][1].body.lstrip())):

@@ -105,17 +105,16 @@ def logged_as_warning(texts: list[str]) -> bool:
     """Whether a traceback block is a warning record's: its lines from the `Traceback` line through the exception line
     each carry a warning level before their text (a line or two after them, not of the record, may have run on)."""
     said = [x for x in texts if x.strip()]
-    run = 0
+    rest: list[str] = []  # each record line's text after its level word
     for x in said:
         m = _WARN_LEVEL.search(x, 0, 120)
         cut = x.find("Traceback (most recent call last)")
         if m is None or (cut >= 0 and m.start() > cut):
             break
-        run += 1
-    head = said[:run]
-    if run < 3 or len(said) - run > 2 or "Traceback (most recent call last)" not in head[0]:
+        rest.append(x[m.end():].lstrip(" ]:-|"))
+    if len(rest) < 3 or len(said) - len(rest) > 2 or "Traceback (most recent call last)" not in rest[0]:
         return False
-    return any(EXC_LINE.match(x[_WARN_LEVEL.search(x, 0, 120).end():].lstrip(" ]:-|")) for x in head[1:])
+    return any(EXC_LINE.match(x) for x in rest[1:])
 
 
 # conda's CLI in a batch script whose shell never ran `conda init`: `conda activate` fails, the script goes on (in
