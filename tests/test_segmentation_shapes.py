@@ -62,8 +62,14 @@ C10D_GIVES_UP = """\
 [E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, 47389).
 """
 
+# an exception line under a bracketed tag no prefix rule knows (a poster's `[rankx]:` placeholder, a tool's own tag)
+TAGGED_EXCEPTION = """\
+[rankx]: ValueError: Cannot use chat template functions because tokenizer.chat_template is not set
+"""
+
 LOOK_ALIKES = """\
 INFO retried after ConnectionError
+[WARNING]: UserWarning: the tokenizer has no chat template, using the default one
 step 10 metric=AssertionError count 0
 WARNING tokenizer: error: none, continuing
 [W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:0.104.99.143]:47389 (errno: 110 - Connection timed out).
@@ -79,7 +85,7 @@ def mini():
 @pytest.mark.parametrize("engine", available_engines())
 @pytest.mark.parametrize("text, first_line", [(BARE_ASSERT, 2), (EMPTY_MESSAGE, 1), (ARGPARSE, 2),
                                               (ARGPARSE_REQUIRED, 1), (CLIENT_400, 2), (C10D_GIVES_UP, 2),
-                                              (CLAP, 2), (LLAMACPP_ARG, 2)])
+                                              (CLAP, 2), (LLAMACPP_ARG, 2), (TAGGED_EXCEPTION, 1)])
 def test_shape_opens_one_unknown_block(mini, engine, text, first_line):
     res = Scanner(mini, signatures="regex", engine=engine).scan_text(text)
     assert [f.family for f in res.findings] == ["unknown"]

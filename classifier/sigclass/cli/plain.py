@@ -70,6 +70,8 @@ def run_scan(paths: list[str] | None, fmt: str = "text", ledger: list[Path] | No
         err(exc)
         return 2
     except KeyError:
+        if engine is None:
+            raise  # not the user's choice of engine: a fault of sigclass's own
         err(f"unknown engine {engine!r}; use hyperscan, re2 or regex")
         return 2
     from sigclass.scan.stall import stall_setting

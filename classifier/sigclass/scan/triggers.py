@@ -60,7 +60,9 @@ BLOCK_STARTERS = {G_TB, G_EXC, G_CPP, G_FATAL, G_ABORT, G_SHAPE}
 # included, is the user's text, not a failure of this process; checked only on lines that would start a block
 PAYLOAD = lazy(r"Received request [^ ]+: prompt: ")
 
-EXC_LINE = lazy(r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
+# (after a bracketed tag no prefix rule knows, `[rankx]: ValueError: ...`, as long as it is not a log level)
+EXC_LINE = lazy(r"(?:\[(?!(?:INFO|WARN|WARNING|DEBUG|TRACE|NOTICE)\])[\w.,:-]{1,32}\]:? )?"
+                r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
                       r"(?:\[[^\]]*\])?(?::|$)")
 
 CHAIN = lazy(r"(?:The above exception was the direct cause|During handling of the above exception"
