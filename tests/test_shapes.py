@@ -146,6 +146,22 @@ def test_one_report_finding_per_worker(shipped):
     assert [(f.family, f.line) for f in res.findings] == [("unknown", 1)]
 
 
+# Open MPI's two words for one rank's death: the help text names no rank, the `mpirun noticed` line does
+MPIRUN_PAIR = """\
+[1,1]<stderr>:[node-1:00093] *** End of error message ***
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+mpirun noticed that process rank 1 with PID 0 on node node-1 exited on signal 6 (Aborted).
+"""
+
+
+def test_a_wrapper_s_report_without_a_worker_is_the_named_worker_s_failure(shipped):
+    res = shipped.scan_text(MPIRUN_PAIR)
+    assert [(f.family, f.worker, f.line) for f in res.findings] == [("unknown", "1", 6)]
+
+
 def test_signal_exit_codes_are_left_to_their_families():
     for line in ("Process finished with exit code 137", "trainer-1 exited with code 139", "exit status 143"):
         assert report_of(split_line(line), 1, None) is None, line

@@ -644,6 +644,10 @@ def emit_reports(st: ScanState) -> None:
     rows += [r for r in st.reports if seen_shapes[r.shape] >= _LEAST.get(r.shape, 1)]
     if not rows or _explained(st.findings, min(r.line for r in rows)):
         return
+    if any(r.worker is not None for r in rows):
+        # a wrapper's word with no worker (`Primary job terminated normally, but 1 process returned`, `make: ***`)
+        # tells the failure a worker's own exit line names: one finding, the worker's
+        rows = [r for r in rows if r.worker is not None]
     seen: set[str | None] = set()
     made = False
     for r in sorted(rows, key=lambda r: r.line):
