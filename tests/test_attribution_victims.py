@@ -499,3 +499,41 @@ def test_an_abort_with_its_own_error_outranks_the_watchdog():
              "(RayWorkerWrapper pid=270237) RuntimeError: shape '[-1, 4096]' is invalid for input of size 100",
              *WATCHDOG_THEN_BARE_ABORT[1:]]
     assert _cause(lines) == ("unknown", "270237")
+
+
+# --------------------------------------------------------------------------- the launcher telling a child's failure again
+
+ACCELERATE_AFTER_OOM = [
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/work/train.py", line 70, in main',
+    "[rank1]:     loss.backward()",
+    "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB. GPU 1 has a total capacity of "
+    "23.65 GiB of which 1.02 GiB is free.",
+    "E1203 10:00:01.456000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+    "local_rank: 1 (pid: 4245) of binary: /env/bin/python",
+    "Traceback (most recent call last):",
+    '  File "/env/bin/accelerate", line 8, in <module>',
+    "    sys.exit(main())",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "============================================================",
+    "train.py FAILED",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 4245)",
+    "============================================================",
+]
+
+
+def test_the_launcher_s_report_of_a_failed_child_is_that_child_s_victim():
+    res = sigclass.classify("\n".join(ACCELERATE_AFTER_OOM) + "\n")
+    roots = [(f.family, f.worker) for f in res.findings if f.role == "root"]
+    assert roots == [("cuda-oom", "1")]
+    report = next(f for f in res.findings if f.family == "unknown")
+    assert report.role == "secondary" and report.root["family"] == "cuda-oom"
+
+
+def test_the_launcher_s_report_alone_stays_the_root():
+    res = sigclass.classify("\n".join(ACCELERATE_AFTER_OOM[4:]) + "\n")
+    assert [f.role for f in res.findings if f.family == "unknown"] == ["root"]

@@ -9,6 +9,9 @@
   explains, only a launcher's report of the failed worker (scan/shapes.py), the traceback torchelastic's summary
   prints for a failed rank, or, after a dead Ray worker, the exception its task raised or a fatal line of the
   worker's own (a C++ unhandled exception) can be that root.
+- Launcher reports: a launcher's report that a child failed, with no family of its own (torchelastic's
+  ChildFailedError under torchrun or accelerate, a wrapper's `returned non-zero exit status 1`), below a root of
+  that child's worker (or of no worker) tells that root's failure again: its victim.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line, or a log record of an error no family explains) after which
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
@@ -104,6 +107,7 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
+    _launcher_reports(findings)
     _recovered(findings, progress_after)
     if recovered_after is not None:
         _got_past(findings, recovered_after)
@@ -167,6 +171,28 @@ def _late_roots(findings: list[Finding]) -> None:
                     and g.role != Role.SECONDARY and _after(f, g) and _telling(f, g)), None)
         if nxt is not None:
             _victim_of(f, nxt)
+
+
+# a launcher's own report that a child failed: torchelastic's ChildFailedError (torchrun, accelerate), a wrapper's
+# CalledProcessError (`Command '[...]' returned non-zero exit status 1.`)
+_LAUNCHER_REPORT = lazy(r"ChildFailedError|returned non-zero exit status [1-9]")
+
+
+def _launcher_report(f: Finding) -> bool:
+    return f.family == UNKNOWN and any(_LAUNCHER_REPORT.search(b) for b in f.block)
+
+
+def _launcher_reports(findings: list[Finding]) -> None:
+    """A launcher's report of a failed child (no family of its own) below a root of that child's worker, or of no
+    worker, tells that root's failure again: its victim."""
+    for i, f in enumerate(findings):
+        if f.role == Role.SECONDARY or not _launcher_report(f):
+            continue
+        root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
+                     and g.line < f.line and not _launcher_report(g)
+                     and (f.worker is None or g.worker is None or g.worker == f.worker)), None)
+        if root is not None:
+            _victim_of(f, root)
 
 
 def _telling(f: Finding, g: Finding) -> bool:
