@@ -537,3 +537,36 @@ def test_the_launcher_s_report_of_a_failed_child_is_that_child_s_victim():
 def test_the_launcher_s_report_alone_stays_the_root():
     res = sigclass.classify("\n".join(ACCELERATE_AFTER_OOM[4:]) + "\n")
     assert [f.role for f in res.findings if f.family == "unknown"] == ["root"]
+
+
+RAY_DRIVER_RELAY = [
+    "(RayTrainWorker pid=5124, ip=10.0.0.6) Traceback (most recent call last):",
+    '(RayTrainWorker pid=5124, ip=10.0.0.6)   File "/work/train.py", line 55, in train_func',
+    "(RayTrainWorker pid=5124, ip=10.0.0.6)     out = model(batch)",
+    "(RayTrainWorker pid=5124, ip=10.0.0.6) KeyError: 'input_ids'",
+    "2025-01-01 10:00:05,000\tERROR tune_controller.py:1331 -- Trial task failed for trial TorchTrainer_abc12_00000",
+    "Traceback (most recent call last):",
+    '  File "/env/lib/python3.11/site-packages/ray/air/execution/_internal/event_manager.py", line 110, in resolve_future',
+    "    result = ray.get(future)",
+    "ray.exceptions.RayTaskError(KeyError): ray::_Inner.train() (pid=5000, ip=10.0.0.5, actor_id=abc, repr=TorchTrainer)",
+    '  File "/work/train.py", line 55, in train_func',
+    "    out = model(batch)",
+    "KeyError: 'input_ids'",
+    "(RayTrainWorker pid=5123, ip=10.0.0.5) [rank1]:[E101 10:10:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog "
+    "caught collective operation timeout: WorkNCCL(SeqNum=51, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600042 milliseconds before timing out.",
+]
+
+
+def test_the_driver_s_relay_of_a_worker_s_exception_is_that_worker_s_victim():
+    res = sigclass.classify("\n".join(RAY_DRIVER_RELAY) + "\n")
+    assert [(f.line, f.worker) for f in res.findings if f.role == "root"] == [(1, "5124")]
+    # the relay, and the watchdog that had pointed at it, both point at the worker's own exception
+    assert {f.root["line"] for f in res.findings if f.role == "secondary"} == {1}
+
+
+def test_a_relay_of_another_exception_stays_a_root_of_its_own():
+    lines = [x.replace("KeyError: 'input_ids'", "ValueError: bad shape") if i > 4 else x
+             for i, x in enumerate(RAY_DRIVER_RELAY)]
+    res = sigclass.classify("\n".join(lines) + "\n")
+    assert sorted(f.line for f in res.findings if f.role == "root") == [1, 6]

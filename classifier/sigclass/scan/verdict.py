@@ -11,7 +11,8 @@
   worker's own (a C++ unhandled exception) can be that root.
 - Launcher reports: a launcher's report that a child failed, with no family of its own (torchelastic's
   ChildFailedError under torchrun or accelerate, a wrapper's `returned non-zero exit status 1`), below a root of
-  that child's worker (or of no worker) tells that root's failure again: its victim.
+  that child's worker (or of no worker) tells that root's failure again: its victim. So does a relay of a remote
+  task's exception (Ray's `RayTaskError(KeyError)` in the driver) below the root whose exception it repeats.
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line, or a log record of an error no family explains) after which
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
@@ -182,17 +183,46 @@ def _launcher_report(f: Finding) -> bool:
     return f.family == UNKNOWN and any(_LAUNCHER_REPORT.search(b) for b in f.block)
 
 
+def _last_exception(f: Finding) -> str | None:
+    last = None
+    for b in f.block:
+        s = b.strip()
+        if EXC_LINE.match(s):
+            last = s
+    return last
+
+
+def _relay(f: Finding) -> bool:
+    return f.family == UNKNOWN and any(RAY_RELAY.match(b.lstrip()) for b in f.block)
+
+
 def _launcher_reports(findings: list[Finding]) -> None:
     """A launcher's report of a failed child (no family of its own) below a root of that child's worker, or of no
-    worker, tells that root's failure again: its victim."""
+    worker, tells that root's failure again: its victim. So does a relay of a remote task's exception (Ray's
+    `RayTaskError(KeyError): ray::_Inner.train()` in the driver) below the root whose exception line it repeats.
+    Victims that pointed at such a finding then point at the root it tells of."""
+    moved: dict[int, Finding] = {}
     for i, f in enumerate(findings):
-        if f.role == Role.SECONDARY or not _launcher_report(f):
+        if f.role == Role.SECONDARY:
             continue
-        root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
-                     and g.line < f.line and not _launcher_report(g)
-                     and (f.worker is None or g.worker is None or g.worker == f.worker)), None)
+        root = None
+        if _launcher_report(f):
+            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
+                         and g.line < f.line and not _launcher_report(g)
+                         and (f.worker is None or g.worker is None or g.worker == f.worker)), None)
+        elif _relay(f):
+            told = {b.strip() for b in f.block if EXC_LINE.match(b.strip())}
+            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
+                         and g.line < f.line and g.worker != f.worker and not _relay(g)
+                         and _last_exception(g) in told), None)
         if root is not None:
             _victim_of(f, root)
+            moved[f.line] = root
+    if moved:
+        for f in findings:
+            if f.role == Role.SECONDARY and f.root and f.root.get("line") in moved \
+                    and f.root.get("source") == f.source and f.root.get("fingerprint") != f.fingerprint:
+                f.root = moved[f.root["line"]].pointer()
 
 
 def _telling(f: Finding, g: Finding) -> bool:
