@@ -570,3 +570,34 @@ def test_a_relay_of_another_exception_stays_a_root_of_its_own():
              for i, x in enumerate(RAY_DRIVER_RELAY)]
     res = sigclass.classify("\n".join(lines) + "\n")
     assert sorted(f.line for f in res.findings if f.role == "root") == [1, 6]
+
+
+# vLLM 0.8-0.9: a worker's error under its `(VllmWorker rank=1 pid=N)` prefix, then EngineCore re-raising it in lines
+# with no prefix of their own
+UNPREFIXED_ENGINE_COPY = [
+    "(VllmWorker rank=1 pid=3412) ERROR 03-01 12:04:11 [multiproc_executor.py:527] WorkerProc hit an exception.",
+    "(VllmWorker rank=1 pid=3412) ERROR 03-01 12:04:11 [multiproc_executor.py:527] Traceback (most recent call last):",
+    '(VllmWorker rank=1 pid=3412) ERROR 03-01 12:04:11 [multiproc_executor.py:527]   File "/env/vllm/v1/executor/'
+    'multiproc_executor.py", line 522, in worker_busy_loop',
+    "(VllmWorker rank=1 pid=3412) ERROR 03-01 12:04:11 [multiproc_executor.py:527]     output = func(*args, **kwargs)",
+    "(VllmWorker rank=1 pid=3412) ERROR 03-01 12:04:11 [multiproc_executor.py:527] RuntimeError: CUDA error: an illegal "
+    "memory access was encountered",
+    "ERROR 03-01 12:04:11 [core.py:517] EngineCore encountered a fatal error.",
+    "ERROR 03-01 12:04:11 [core.py:517] Traceback (most recent call last):",
+    'ERROR 03-01 12:04:11 [core.py:517]   File "/env/vllm/v1/engine/core.py", line 508, in run_engine_core',
+    "ERROR 03-01 12:04:11 [core.py:517]     engine_core.run_busy_loop()",
+    "ERROR 03-01 12:04:11 [core.py:517] RuntimeError: CUDA error: an illegal memory access was encountered",
+]
+
+
+def test_an_unprefixed_copy_of_a_worker_s_error_is_no_second_worker_struck():
+    res = sigclass.classify("\n".join(UNPREFIXED_ENGINE_COPY) + "\n")
+    assert [(f.line, f.role) for f in res.findings] == [(2, "root"), (7, "secondary")]
+    assert res.verdict.cause.worker == "1" and not res.verdict.independent
+
+
+def test_an_unprefixed_error_of_its_own_words_stays_independent():
+    lines = [*UNPREFIXED_ENGINE_COPY[:-1], "ERROR 03-01 12:04:11 [core.py:517] RuntimeError: CUDA error: an illegal "
+             "memory access was encountered (at a kernel of its own)"]
+    res = sigclass.classify("\n".join(lines) + "\n")
+    assert [f.role for f in res.findings] == ["root", "root"]

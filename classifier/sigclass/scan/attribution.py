@@ -298,6 +298,10 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         helper = helper or (relayer and f.line not in dead) or (
             f.stream is not None and f.stream.kind.startswith(RELAYER_KINDS) and relayed is None)
         worker = worker or norm_worker(worker_of_stream(f.stream)) or norm_worker(worker_in_text(block))
+        # a process no prefix names that re-raised a worker's exception word for word (scan/verdict.py made it
+        # that worker's victim): a copy too
+        helper = helper or (worker is None and f.role == Role.SECONDARY and bool(f.root)
+                            and f.root.get("family") == f.family and f.root.get("worker") is not None)
         summary = _is_summary(block)
         text = "\n".join(block)
         if f.family in _STOPPED:

@@ -12,7 +12,9 @@
 - Launcher reports: a launcher's report that a child failed, with no family of its own (torchelastic's
   ChildFailedError under torchrun or accelerate, a wrapper's `returned non-zero exit status 1`), below a root of
   that child's worker (or of no worker) tells that root's failure again: its victim. So does a relay of a remote
-  task's exception (Ray's `RayTaskError(KeyError)` in the driver) below the root whose exception it repeats.
+  task's exception (Ray's `RayTaskError(KeyError)` in the driver) below the root whose exception it repeats, and a
+  failure no prefix names that repeats, word for word, the exception a worker raised just above it (vLLM's
+  EngineCore re-raising a worker's error before it prefixed its lines).
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line, or a log record of an error no family explains) after which
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
@@ -183,13 +185,19 @@ def _launcher_report(f: Finding) -> bool:
     return f.family == UNKNOWN and any(_LAUNCHER_REPORT.search(b) for b in f.block)
 
 
+# an exception's own words wherever a log header puts them (`ERROR 03-01 12:04:11 [core.py:517] RuntimeError: ...`)
+_EXC_AT = lazy(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\([\w.]*\))?: \S.*)$")
+
+RETOLD_WITHIN = 200  # lines: how far below a worker's failure a copy of it without a worker may come
+
+
+def _exceptions(f: Finding) -> list[str]:
+    return [m.group(1).strip() for m in map(_EXC_AT.search, f.block) if m]
+
+
 def _last_exception(f: Finding) -> str | None:
-    last = None
-    for b in f.block:
-        s = b.strip()
-        if EXC_LINE.match(s):
-            last = s
-    return last
+    got = _exceptions(f)
+    return got[-1] if got else None
 
 
 def _relay(f: Finding) -> bool:
@@ -211,10 +219,16 @@ def _launcher_reports(findings: list[Finding]) -> None:
                          and g.line < f.line and not _launcher_report(g)
                          and (f.worker is None or g.worker is None or g.worker == f.worker)), None)
         elif _relay(f):
-            told = {b.strip() for b in f.block if EXC_LINE.match(b.strip())}
+            told = set(_exceptions(f))
             root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
                          and g.line < f.line and g.worker != f.worker and not _relay(g)
                          and _last_exception(g) in told), None)
+        elif f.worker is None and (told := set(_exceptions(f))):
+            # a process no prefix names re-raising a worker's exception word for word (vLLM's EngineCore before it
+            # prefixed its lines: `EngineCore encountered a fatal error.` then the worker's RuntimeError): a copy
+            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
+                         and g.worker is not None and g.line < f.line <= g.end_line + RETOLD_WITHIN
+                         and g.family == f.family and _last_exception(g) in told), None)
         if root is not None:
             _victim_of(f, root)
             moved[f.line] = root
