@@ -276,3 +276,46 @@ def test_a_second_cpp_abort_after_a_blank_line_is_a_failure_of_its_own():
             "  what():  NCCL error: unhandled system error\n")
     res = Scanner(load_ledger(), signatures="regex").scan_text(text)
     assert [(f.family, f.line) for f in res.findings] == [("cuda-illegal-memory-access", 1), ("nccl-error", 4)]
+
+
+# --------------------------------------------------------------------------- torchelastic's failure table
+
+ELASTIC_TABLE = """\
+E1203 10:00:01.456000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 1 (pid: 4245) of binary: /env/bin/python
+Traceback (most recent call last):
+  File "/env/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/env/lib/python3.11/site-packages/torch/distributed/run.py", line 919, in main
+    run(args)
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+=======================================================
+train.py FAILED
+-------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+-------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-12-03_10:00:01
+  host      : node1
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4245)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4245
+=======================================================
+"""
+
+
+def test_torchelastic_s_table_is_one_failure_with_the_launcher_s_line_above_it():
+    res = Scanner(load_ledger(), signatures="regex").scan_text(ELASTIC_TABLE)
+    assert [(f.family, f.worker, f.line, f.end_line) for f in res.findings] == [("host-oom-killed", "1", 1, 22)]
+
+
+def test_a_further_failure_of_the_table_is_named_by_the_verdict():
+    second = ("[1]:\n  time      : 2025-12-03_10:00:01\n  host      : node1\n  rank      : 2 (local_rank: 2)\n"
+              "  exitcode  : -9 (pid: 4246)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 4246\n")
+    text = ELASTIC_TABLE.replace("  <NO_OTHER_FAILURES>\n", second)
+    res = Scanner(load_ledger(), signatures="regex").scan_text(text)
+    assert {f.family for f in res.findings} == {"host-oom-killed"}
+    assert res.verdict.cause.worker == "1"  # the root cause's row, not the first row of the table
+    assert [(c.family, c.worker) for c in res.verdict.independent] == [("host-oom-killed", "2")]

@@ -27,6 +27,7 @@ from sigclass.scan.triggers import (
     IGNORED, IPYTHON_FRAME, IPYTHON_HEAD, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD,
     SHELL_STOP, TERMINATE, tracker_noise,
 )
+from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
 from sigclass.vocab import MarkerKind, Method, Role, SignatureMode, Status, UNKNOWN
@@ -41,6 +42,20 @@ KEEP_PER_KIND = 8  # findings of one kind (worker, family, fingerprint) kept who
 
 
 PADDLE_HEAD = "C++ Traceback (most recent call last)"  # Paddle's report (triggers.PADDLE_REPORT)
+# the lines of torchelastic's ChildFailedError table (torch/distributed/elastic/multiprocessing/errors:
+# _MSG_FORMAT_TEMPLATE and _FAILURE_FORMAT_TEMPLATE): its rules, title, headings and each failure's rows
+ELASTIC_ROW = lazy(r"(?:={20,}|-{20,}|\S+ FAILED|Failures:|  <NO_OTHER_FAILURES>|Root Cause \(first observed failure\):"
+                   r"|\[\d+\]:|  (?:time|host|rank|exitcode|error_file|traceback) *: )")
+
+
+ELASTIC_ENTRY = lazy(r"\[\d+\]:\s*$")
+
+
+def _under_child_failed(blk: "OpenBlock") -> bool:
+    """Whether the block's exception is torchelastic's ChildFailedError (asked of table-shaped lines only)."""
+    return any("ChildFailedError" in x.body for _, x in blk.lines[-80:])
+
+
 STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
 
 
@@ -432,6 +447,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False  # a C++ exception thrown after the Python one was printed (at teardown): a failure of its own
         if CPP_CONT.match(stripped) or stripped.startswith(STATE_DICT_ROW):
             return True
+        if ELASTIC_ROW.match(body) and _under_child_failed(blk):
+            # torchelastic's failure table: the launcher's report, through its first failure's rows; each further
+            # failure (`[1]:` and its rows) is another worker's, a finding of its own where its rows name a family
+            return not (ELASTIC_ENTRY.match(body) and any(ELASTIC_ENTRY.match(x.body) for _, x in blk.lines[-80:]))
         if not same_record or NEW_RECORD.match(stripped):
             return False
         if blk.msg_lines >= MAX_MSG_LINES:
