@@ -89,10 +89,15 @@ def verdict_text(v: Verdict, paint: Paint) -> str:
     return "\n".join(out)
 
 
+MAX_HELD = 4096  # jsonl findings of one file held back for its verdict; past this they stream
+
+
 class Writer:
     """Streams findings as they are found; folds repeats for text and json. Each source ends with its verdict:
-    jsonl prints it after the source's last finding, text before the source's findings (held back until the
-    verdict, except from a live pipe), json puts every verdict first."""
+    jsonl prints it after the source's last finding, text before the source's findings, json puts every verdict
+    first. Text and jsonl hold a file's findings back until its verdict, so that what the whole source says (a
+    victim printed before its root, a relay of a worker's error, a recovery) is in the record; from a live pipe they
+    stream, and the verdict record has the last word."""
 
     def __init__(self, fmt: str, stream: IO[str] | None = None, colour: ColourMode | str = ColourMode.AUTO) -> None:
         self.fmt = fmt
@@ -106,7 +111,7 @@ class Writer:
 
     def start(self, *, live: bool) -> None:
         """A new source begins; a live one (a pipe still being written) streams its findings in text too."""
-        self.hold = self.fmt == "text" and not live
+        self.hold = self.fmt in ("text", "jsonl") and not live
 
     def _write(self, text: str) -> None:
         self.stream.write(text)
@@ -114,7 +119,13 @@ class Writer:
 
     def finding(self, f: Finding) -> None:
         if self.fmt == "jsonl":
-            self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
+            if self.hold:
+                self.held.append(f)
+                if len(self.held) >= MAX_HELD:  # a storm: memory stays bounded, the rest of the source streams
+                    self._flush_held()
+                    self.hold = False
+            else:
+                self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
             return
         if not self.folder.add(f):
             return
@@ -127,19 +138,28 @@ class Writer:
     def verdict(self, v: Verdict | None) -> None:
         """A source's verdict, once its whole input has been read."""
         if v is None:
+            self._flush_held()
             return
         self.verdicts.append(v)
         if self.fmt == "jsonl":
+            self._flush_held()
             self._write(json.dumps({"kind": "verdict", **v.to_dict()}, ensure_ascii=False) + "\n")
         elif self.fmt == "text":
             text = verdict_text(v, self.paint)
             if text:
                 self._write(text + "\n\n")
-            for f in self.held:
+            self._flush_held()
+
+    def _flush_held(self) -> None:
+        held, self.held = self.held, []
+        for f in held:
+            if self.fmt == "jsonl":
+                self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")
+            else:
                 self._write(finding_text(f, self.paint) + "\n\n")
-            self.held = []
 
     def close(self, problems: list[str], summary: dict[str, Any] | None = None) -> None:
+        self._flush_held()
         folded = self.folder.findings()
         if self.fmt == "json":
             doc = {"verdicts": [v.to_dict() for v in self.verdicts], "findings": [f.to_dict() for f in folded],
