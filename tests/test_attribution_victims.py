@@ -601,3 +601,18 @@ def test_an_unprefixed_error_of_its_own_words_stays_independent():
              "memory access was encountered (at a kernel of its own)"]
     res = sigclass.classify("\n".join(lines) + "\n")
     assert [f.role for f in res.findings] == ["root", "root"]
+
+
+def test_jsonl_records_of_a_file_carry_the_settled_roles(tmp_path, capsys):
+    import json
+
+    from sigclass.cli.plain import run_scan
+
+    log = tmp_path / "ray.log"
+    log.write_text("\n".join(RAY_DRIVER_RELAY) + "\n")
+    run_scan([str(log)], fmt="jsonl")
+    recs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    found = {r["line"]: r for r in recs if r.get("kind") != "verdict"}
+    assert found[1]["role"] == "root"
+    assert found[6]["role"] == "secondary" and found[6]["root"]["line"] == 1
+    assert recs[-1]["kind"] == "verdict"
