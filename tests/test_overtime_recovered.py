@@ -189,3 +189,28 @@ def test_an_error_record_the_server_went_on_past_is_recovered(scanner):
 
 def test_an_error_record_with_nothing_served_after_it_stays_a_failure(scanner):
     assert _statuses(scanner, REFUSED) == [("unknown", "unknown")]
+
+
+# a server's request handler logs the error of a request it refuses, then answers it 400; it goes on serving
+REFUSED = """\
+INFO:     127.0.0.1:55766 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+ERROR 08-18 19:58:43 [serving_chat.py:203] Error in preprocessing prompt inputs
+ERROR 08-18 19:58:43 [serving_chat.py:203] Traceback (most recent call last):
+ERROR 08-18 19:58:43 [serving_chat.py:203]   File "/env/vllm/entrypoints/openai/serving_engine.py", line 626, in _validate_input
+ERROR 08-18 19:58:43 [serving_chat.py:203]     raise ValueError(
+ERROR 08-18 19:58:43 [serving_chat.py:203] ValueError: This model's maximum context length is 2048 tokens. However, you requested 5418 tokens.
+INFO:     127.0.0.1:59064 - "POST /v1/chat/completions HTTP/1.1" ANSWER
+INFO:     127.0.0.1:52196 - "GET /health HTTP/1.1" 200 OK
+"""
+
+
+def test_an_error_answered_at_once_with_a_client_error_is_a_refused_request(scanner):
+    res = scanner.scan_text(REFUSED.replace("ANSWER", "400 Bad Request"))
+    assert [(f.family, f.status) for f in res.findings] == [("unknown", "recovered")]
+    assert res.verdict is None or res.verdict.cause is None
+
+
+def test_an_error_answered_with_a_server_error_stays_a_failure(scanner):
+    res = scanner.scan_text(REFUSED.replace("ANSWER", "500 Internal Server Error"))
+    assert [f.status for f in res.findings if f.family == "unknown"][0] != "recovered"
+    assert res.verdict.cause.family == "unknown"

@@ -585,6 +585,14 @@ def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
     return Report(lineno, text[:300], ln.worker or named or worker_in_text([ln.body]), code, time, hit[0].name)
 
 
+_CLIENT_ERROR = lazy(r"HTTP/[\d.]+\" 4\d\d(?!\d)")
+
+
+def client_error(text: str) -> bool:
+    """Whether an access log's line (an http-error report) answered its request with a client error (4xx)."""
+    return _CLIENT_ERROR.search(text) is not None
+
+
 def _failed(code: int | None) -> bool:
     """A non-zero exit that no family's exit code names (-9 a kill, -11 a segfault, -7 a bus error, -15 and -2
     a stop from outside, -1 a launcher's own stop)."""

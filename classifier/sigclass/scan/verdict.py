@@ -20,6 +20,8 @@
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
   a step report of a non-finite value (one `loss=nan` step that a loss scaler skipped) after which the worker's
   steps go on.
+- Refused requests: an error no family names that the server answered at once with a 4xx (the request handler
+  logged it, the access log's next line answered the request) is `recovered`: the server refused one request.
 - Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
   engine's `init engine ... took` after shared-memory broadcast waits during a long compile) is `recovered`.
 - Outlived warnings: a finding printed as a warning (a Python warning, a `WARNING` log line, a C++ library's
@@ -104,17 +106,37 @@ def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
 
 
 def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[str | None, int], int],
-           recovered_after: Callable[[str, int], bool] | None = None) -> None:
-    """Apply the source-wide verdicts to findings in place (they stay in line order)."""
+           recovered_after: Callable[[str, int], bool] | None = None, refused: Iterable[int] = ()) -> None:
+    """Apply the source-wide verdicts to findings in place (they stay in line order). `refused`: the lines of a
+    server's access log that answered a request with a client error (4xx)."""
     if not findings:
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
     _launcher_reports(findings)
+    _refused(findings, refused)
     _recovered(findings, progress_after)
     if recovered_after is not None:
         _got_past(findings, recovered_after)
     _outlived(findings)
+
+
+REFUSED_WITHIN = 3  # lines: a request's answer follows the handler's logged error at once
+
+
+def _refused(findings: Iterable[Finding], refused: Iterable[int]) -> None:
+    """An error no family names that the server answered at once with a client error (its handler logged the
+    ValueError of an over-long prompt, then `"POST /v1/chat/completions HTTP/1.1" 400 Bad Request`): a request it
+    refused, after which it goes on serving. `recovered`, not a failure of the run."""
+    answered = sorted(set(refused))
+    if not answered:
+        return
+    for f in findings:
+        if f.family != UNKNOWN or f.role == Role.SECONDARY or f.status == Status.RECOVERED or _error_end(f) is None:
+            continue
+        end = max(f.line, f.end_line)
+        if any(end < a <= end + REFUSED_WITHIN for a in answered):
+            f.status = Status.RECOVERED
 
 
 def _got_past(findings: Iterable[Finding], recovered_after: Callable[[str, int], bool]) -> None:
