@@ -285,6 +285,7 @@ def mask(text: str) -> str:
 
 
 _MASKED: dict[str, str] = {}  # mask() of recent key lines: a repeated failure's key line is often word for word the same
+_MASKED_KEEP = 4096  # lines of at most _SPLIT_MEMO_LEN characters (3 MB at most): a storm's key lines fit
 
 
 def _masked(line: str) -> str:
@@ -292,7 +293,7 @@ def _masked(line: str) -> str:
     if got is None:
         got = mask(line)
         if len(line) <= _SPLIT_MEMO_LEN:
-            if len(_MASKED) >= 1024:
+            if len(_MASKED) >= _MASKED_KEEP:
                 _MASKED.clear()
             _MASKED[line] = got
     return got
