@@ -616,3 +616,36 @@ def test_jsonl_records_of_a_file_carry_the_settled_roles(tmp_path, capsys):
     assert found[1]["role"] == "root"
     assert found[6]["role"] == "secondary" and found[6]["root"]["line"] == 1
     assert recs[-1]["kind"] == "verdict"
+
+
+# SGLang's launcher SIGKILLs its own process tree once a child failed: the shell's `Killed` is that teardown
+SGLANG_TREE_KILL = [
+    "[2025-03-01 10:00:05 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 574, in event_loop_overlap',
+    "    result = self.run_batch(batch)",
+    "KeyError: 'llm.model.layers.0.self_attn.k_norm.weight'",
+    "",
+    "[2025-03-01 10:00:05] Received sigquit from a child process. It usually means the child failed.",
+    "Killed",
+]
+
+
+def test_the_shell_s_killed_after_sglang_s_tree_kill_is_no_host_oom():
+    v = _verdict(SGLANG_TREE_KILL)
+    assert (v.cause.family, v.cause.worker) == ("unknown", "1")
+    assert "host-oom-killed" not in {c.family for c in v.independent}
+
+
+def test_a_killed_further_down_after_sglang_s_tree_kill_is_its_victim():
+    lines = [*SGLANG_TREE_KILL[:-1], "[2025-03-01 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent "
+             "call last):", "RuntimeError: NCCL communicator was aborted on rank 0.", "Killed"]
+    res = sigclass.classify("\n".join(lines) + "\n")
+    kill = next(f for f in res.findings if f.family == "host-oom-killed")
+    assert kill.role == "secondary"
+    assert "host-oom-killed" not in {c.family for c in res.verdict.independent}
+
+
+def test_a_killed_with_no_tree_kill_above_stays_a_host_oom():
+    lines = [*SGLANG_TREE_KILL[:4], "Killed"]
+    assert "host-oom-killed" in {f.family for f in sigclass.classify("\n".join(lines) + "\n").findings
+                                 if f.role == "root"}

@@ -20,6 +20,8 @@
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
   a step report of a non-finite value (one `loss=nan` step that a loss scaler skipped) after which the worker's
   steps go on.
+- Tree kills: the shell's bare `Killed` below SGLang's `Received sigquit from a child process` (its launcher
+  SIGKILLs its own process tree when a child failed) is that teardown's kill, a victim, not the OOM killer's.
 - Refused requests: an error no family names that the server answered at once with a 4xx (the request handler
   logged it, the access log's next line answered the request) is `recovered`: the server refused one request.
 - Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
@@ -114,11 +116,33 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
     _supersedes(findings, ledger)
     _late_roots(findings)
     _launcher_reports(findings)
+    _tree_kills(findings)
     _refused(findings, refused)
     _recovered(findings, progress_after)
     if recovered_after is not None:
         _got_past(findings, recovered_after)
     _outlived(findings)
+
+
+# SGLang's launcher when a child failed: its SIGQUIT handler logs this and SIGKILLs its whole process tree
+# (`kill_process_tree(os.getpid())`), itself included, so the shell then prints `Killed`
+_TREE_KILL = lazy(r"Received sigquit from a child proc")
+_BARE_KILLED = lazy(r"^(?:\x1b?\[[0-9;]*m|\W)*Killed\W*$")
+
+
+def _tree_kills(findings: list[Finding]) -> None:
+    """The shell's bare `Killed` below SGLang's word that it tears its process tree down is that teardown's kill,
+    not the OOM killer's: a victim of the failure the teardown follows."""
+    told = None
+    for f in findings:
+        if told is None:
+            if any(_TREE_KILL.search(b) for b in f.block):
+                told = f
+            continue
+        if f.family == "host-oom-killed" and f.role != Role.SECONDARY and f.block \
+                and all(_BARE_KILLED.match(b) or not b.strip() for b in f.block):
+            f.role = Role.SECONDARY
+            f.root = told.root if told.role == Role.SECONDARY and told.root else told.pointer()
 
 
 REFUSED_WITHIN = 3  # lines: a request's answer follows the handler's logged error at once
