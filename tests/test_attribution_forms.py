@@ -742,3 +742,11 @@ def test_alike_exits_of_every_rank_take_the_launcher_s_first_observed(whole):
     if not whole:
         text = text[text.index("  host      : node1\n  rank      : 1"):]
     assert _cause(text) == ("unknown", "0")
+
+
+def test_a_report_that_points_at_the_root_cause_above_is_that_root_s_victim():
+    res = sigclass.classify("\n".join(VLLM_TP1_IMA + VLLM_ENGINE_AFTER + VLLM_API_AFTER) + "\n")
+    roots = [f for f in res.findings if f.role == "root"]
+    assert [(f.family, f.line) for f in roots] == [("cuda-illegal-memory-access", 2)]
+    engine = next(f for f in res.findings if f.family == "cuda-illegal-memory-access" and f.line > len(VLLM_TP1_IMA))
+    assert engine.role == "secondary" and engine.root["line"] == 2

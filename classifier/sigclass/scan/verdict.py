@@ -14,7 +14,9 @@
   that child's worker (or of no worker) tells that root's failure again: its victim. So does a relay of a remote
   task's exception (Ray's `RayTaskError(KeyError)` in the driver) below the root whose exception it repeats, and a
   failure no prefix names that repeats, word for word, the exception a worker raised just above it (vLLM's
-  EngineCore re-raising a worker's error before it prefixed its lines).
+  EngineCore re-raising a worker's error before it prefixed its lines), and one whose own words send the reader to
+  the root cause above it (`Worker failed with error '...', please check the stack trace above for the root
+  cause`).
 - Recurrence (as findings are published): the same failure back after a quiet spell is a new episode.
 - Recovered: an error (a traceback or exception line, or a log record of an error no family explains) after which
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
@@ -234,6 +236,9 @@ def _launcher_report(f: Finding) -> bool:
 # an exception's own words wherever a log header puts them (`ERROR 03-01 12:04:11 [core.py:517] RuntimeError: ...`)
 _EXC_AT = lazy(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\([\w.]*\))?: \S.*)$")
 
+# a failure's words that its root cause is printed above it
+_ROOT_CAUSE_ABOVE = lazy(r"(?i)check the stack trace above for the root cause|see root cause above")
+
 RETOLD_WITHIN = 200  # lines: how far below a worker's failure a copy of it without a worker may come
 
 
@@ -269,6 +274,11 @@ def _launcher_reports(findings: list[Finding]) -> None:
             root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
                          and g.line < f.line and g.worker != f.worker and not _relay(g)
                          and _last_exception(g) in told), None)
+        elif any(_ROOT_CAUSE_ABOVE.search(b) for b in f.block[-8:]):
+            # its own words send the reader to the failure above it (vLLM's EngineCore: `Worker failed with error
+            # '...', please check the stack trace above for the root cause`): that failure's, the same family first
+            above = [g for g in findings[:i] if g.role == Role.ROOT and g.status != Status.RECOVERED and g.line < f.line]
+            root = next((g for g in reversed(above) if g.family == f.family), above[-1] if above else None)
         elif f.worker is None and (told := set(_exceptions(f))):
             # a process no prefix names re-raising a worker's exception word for word (vLLM's EngineCore before it
             # prefixed its lines: `EngineCore encountered a fatal error.` then the worker's RuntimeError): a copy
