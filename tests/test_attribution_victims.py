@@ -649,3 +649,27 @@ def test_a_killed_with_no_tree_kill_above_stays_a_host_oom():
     lines = [*SGLANG_TREE_KILL[:4], "Killed"]
     assert "host-oom-killed" in {f.family for f in sigclass.classify("\n".join(lines) + "\n").findings
                                  if f.role == "root"}
+
+
+# Lightning's child-process observer SIGKILLs every process once a child failed, itself included
+LIGHTNING_TREE_KILL = [
+    "Epoch 0:  12%|█▏        | 120/1000 [00:30<03:40,  4.00it/s, v_num=3, train_loss=2.31]",
+    "[rank: 1] Child process with PID 652 terminated with code 1. Forcefully terminating all other processes to "
+    "avoid zombies 🧟",
+    "Killed",
+]
+
+
+def test_lightning_s_child_exit_names_the_worker_and_its_tree_kill_is_no_host_oom():
+    v = _verdict(LIGHTNING_TREE_KILL)
+    assert (v.cause.family, v.cause.worker) == ("unknown", "1")
+    assert [x.family for x in v.victims] == ["host-oom-killed"]
+
+
+def test_lightning_s_tree_kill_after_the_child_s_own_error_is_its_victim():
+    lines = [LIGHTNING_TREE_KILL[0], "[rank1]: Traceback (most recent call last):",
+             '[rank1]:   File "/work/train.py", line 10, in <module>', "[rank1]: KeyError: 'labels'",
+             *LIGHTNING_TREE_KILL[1:]]
+    res = sigclass.classify("\n".join(lines) + "\n")
+    assert [(f.family, f.role) for f in res.findings] == [("unknown", "root"), ("host-oom-killed", "secondary")]
+    assert (res.verdict.cause.family, res.verdict.cause.worker) == ("unknown", "1")

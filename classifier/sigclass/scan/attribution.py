@@ -311,7 +311,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                 tier = TIER_REPORT  # srun cancelling its step because a task failed (`--kill-on-bad-exit`)
         elif f.family_role == Role.SECONDARY:
             tier = TIER_SECONDARY
-        elif f.family in _KILL_FAMILIES and f.role == Role.SECONDARY and f.root:
+        elif f.family in _KILL_FAMILIES and f.role == Role.SECONDARY and f.family_role == Role.ROOT:
             tier = TIER_REPORT  # a kill scan/verdict.py found to be a launcher's teardown (SGLang's tree kill)
         elif f.family == UNKNOWN:
             if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):

@@ -20,7 +20,7 @@ from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import (
     client_error, emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault, TEARDOWN,
 )
-from sigclass.scan.verdict import recurrence, settle
+from sigclass.scan.verdict import recurrence, settle, TREE_KILL
 from sigclass.scan.triggers import (
     BLOCK_STARTERS, CHAIN, CONDA_NOT_INIT, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import, logged_as_warning,
@@ -223,7 +223,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 self._out(f)
         emit_reports(self)
         settle(self.findings, self.sc.ledger, self._progress_in_unit, self.over_time.recovered_after,
-               [r.line for r in self.reports if r.shape == "http-error" and client_error(r.text)])
+               [r.line for r in self.reports if r.shape == "http-error" and client_error(r.text)],
+               [e.line for e in self.exits if TREE_KILL.search(e.text)])
 
     def _progress_in_unit(self, worker: str | None, line: int) -> int:
         """Progress lines of the worker below a line and above the next unit's start marker: the next unit's

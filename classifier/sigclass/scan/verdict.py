@@ -22,8 +22,9 @@
   the same worker's progress lines go on is `recovered`: shown with that status, not a failure of the run. So is
   a step report of a non-finite value (one `loss=nan` step that a loss scaler skipped) after which the worker's
   steps go on.
-- Tree kills: the shell's bare `Killed` below SGLang's `Received sigquit from a child process` (its launcher
-  SIGKILLs its own process tree when a child failed) is that teardown's kill, a victim, not the OOM killer's.
+- Tree kills: the shell's bare `Killed` below SGLang's `Received sigquit from a child process` or Lightning's
+  `Forcefully terminating all other processes to avoid zombies` (each SIGKILLs its own process tree when a child
+  failed) is that teardown's kill, a victim, not the OOM killer's.
 - Refused requests: an error no family names that the server answered at once with a 4xx (the request handler
   logged it, the access log's next line answered the request) is `recovered`: the server refused one request.
 - Got past: a family's warning (no error line) below which one of the family's recovery rules matched (the
@@ -110,15 +111,17 @@ def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
 
 
 def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[str | None, int], int],
-           recovered_after: Callable[[str, int], bool] | None = None, refused: Iterable[int] = ()) -> None:
+           recovered_after: Callable[[str, int], bool] | None = None, refused: Iterable[int] = (),
+           tree_kills: Iterable[int] = ()) -> None:
     """Apply the source-wide verdicts to findings in place (they stay in line order). `refused`: the lines of a
-    server's access log that answered a request with a client error (4xx)."""
+    server's access log that answered a request with a client error (4xx); `tree_kills`: the lines of launchers' exit
+    lines that say they SIGKILL their own process tree."""
     if not findings:
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
     _launcher_reports(findings)
-    _tree_kills(findings)
+    _tree_kills(findings, tree_kills)
     _refused(findings, refused)
     _recovered(findings, progress_after)
     if recovered_after is not None:
@@ -126,25 +129,35 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
     _outlived(findings)
 
 
-# SGLang's launcher when a child failed: its SIGQUIT handler logs this and SIGKILLs its whole process tree
-# (`kill_process_tree(os.getpid())`), itself included, so the shell then prints `Killed`
-_TREE_KILL = lazy(r"Received sigquit from a child proc")
+# a launcher that SIGKILLs its own process tree, itself included, once a child failed, so that the shell then prints
+# `Killed`: SGLang's SIGQUIT handler (`kill_process_tree(os.getpid())`) and Lightning's child-process observer
+# (`_terminate_all`: SIGKILL to every child and to the main process)
+TREE_KILL = lazy(r"Received sigquit from a child proc|Forcefully terminating all other processes to avoid zombies")
 _BARE_KILLED = lazy(r"^(?:\x1b?\[[0-9;]*m|\W)*Killed\W*$")
 
 
-def _tree_kills(findings: list[Finding]) -> None:
-    """The shell's bare `Killed` below SGLang's word that it tears its process tree down is that teardown's kill,
-    not the OOM killer's: a victim of the failure the teardown follows."""
-    told = None
+def _tree_kills(findings: list[Finding], told: Iterable[int] = ()) -> None:
+    """The shell's bare `Killed` below a launcher's word that it tears its process tree down (in a finding's block,
+    or on the launcher's exit line: `told`) is that teardown's kill, not the OOM killer's: a victim of the failure
+    the teardown follows (or, with none found, of nothing: the launcher's exit line names the worker that failed)."""
+    lines = list(told) + [f.line for f in findings if any(TREE_KILL.search(b) for b in f.block)]
+    if not lines:
+        return
+    first = min(lines)
     for f in findings:
-        if told is None:
-            if any(_TREE_KILL.search(b) for b in f.block):
-                told = f
+        if f.line <= first or f.family != "host-oom-killed" or f.role == Role.SECONDARY or not f.block \
+                or not all(_BARE_KILLED.match(b) or not b.strip() for b in f.block):
             continue
-        if f.family == "host-oom-killed" and f.role != Role.SECONDARY and f.block \
-                and all(_BARE_KILLED.match(b) or not b.strip() for b in f.block):
-            f.role = Role.SECONDARY
-            f.root = told.root if told.role == Role.SECONDARY and told.root else told.pointer()
+        above = [g for g in findings if g.line < f.line and g is not f and g.status != Status.RECOVERED]
+        root = next((g for g in reversed(above) if g.role == Role.ROOT), None)
+        teller = next((g for g in reversed(above) if any(TREE_KILL.search(b) for b in g.block)), None)
+        f.role = Role.SECONDARY
+        if teller is not None and teller.role == Role.SECONDARY and teller.root:
+            f.root = teller.root
+        elif root is not None:
+            f.root = root.pointer()
+        else:
+            f.root = None
 
 
 REFUSED_WITHIN = 3  # lines: a request's answer follows the handler's logged error at once

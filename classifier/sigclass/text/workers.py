@@ -210,6 +210,9 @@ EXIT_LINES: tuple[re.Pattern[str], ...] = (
     # tracing span's fields follow the message)
     # (and its weight download process before: `Download process was signaled to shutdown with signal 7`)
     lazy(r"(?:Shard|Download) process was signaled to shutdown with signal (?P<signum>\d+)(?:.*?\brank=(?P<w>\d+))?"),
+    # Lightning's child-process observer (its subprocess launcher): `[rank: 1] Child process with PID 652 terminated
+    # with code 1. Forcefully terminating all other processes to avoid zombies 🧟` (then it SIGKILLs the rest)
+    lazy(r"(?:\[rank: (?P<w>\d+)\] )?Child process with PID \d+ terminated with code (?P<code>-?\d+)"),
     # PaddlePaddle's launcher: `Container rank 0 status failed cmd [...] code 1 log log/workerlog.0`
     lazy(r"Container rank (?P<w>\d+) status failed cmd .*? code (?P<code>-?\d+) log "),
     # MPICH's (Hydra's) closing word on a process a signal ended: `YOUR APPLICATION TERMINATED WITH THE EXIT STRING:
@@ -247,6 +250,7 @@ EXIT_TRIGGER = (r"failed \(exitcode: -?[0-9]+\)|exits with return code = |died w
                 r"|pid [0-9]+ died, exit code: |^Process [0-9]+ exit with status code |: ssh exited with exit code "
                 r"|^ *Process name: \[|^ *Exit code: +[0-9]+|PID [0-9]+ RUNNING AT |^= +KILLED BY SIGNAL: |^= +EXIT CODE: "
                 r"|process was signaled to shutdown with signal |Container rank [0-9]+ status failed "
+                r"|Child process with PID [0-9]+ terminated with code "
                 r"|TERMINATED WITH THE EXIT STRING: |Root Cause \(first observed failure\)")
 
 
