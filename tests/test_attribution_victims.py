@@ -661,9 +661,12 @@ LIGHTNING_TREE_KILL = [
 
 
 def test_lightning_s_child_exit_names_the_worker_and_its_tree_kill_is_no_host_oom():
-    v = _verdict(LIGHTNING_TREE_KILL)
-    assert (v.cause.family, v.cause.worker) == ("unknown", "1")
-    assert [x.family for x in v.victims] == ["host-oom-killed"]
+    res = sigclass.classify("\n".join(LIGHTNING_TREE_KILL) + "\n")
+    assert (res.verdict.cause.family, res.verdict.cause.worker) == ("unknown", "1")
+    assert [x.family for x in res.verdict.victims] == ["host-oom-killed"]
+    # the launcher's exit line is the root finding, the kill its victim
+    assert [(f.family, f.role, f.line) for f in sorted(res.findings, key=lambda f: f.line)] == [
+        ("unknown", "root", 2), ("host-oom-killed", "secondary", 3)]
 
 
 def test_lightning_s_tree_kill_after_the_child_s_own_error_is_its_victim():

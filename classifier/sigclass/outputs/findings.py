@@ -152,6 +152,7 @@ class Writer:
 
     def _flush_held(self) -> None:
         held, self.held = self.held, []
+        held.sort(key=lambda f: f.line)  # a source's own order (a launcher's report is published at its end)
         for f in held:
             if self.fmt == "jsonl":
                 self._write(json.dumps(f.to_dict(), ensure_ascii=False) + "\n")

@@ -45,7 +45,7 @@ from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
 from sigclass.scan.explained import startup_report_only
 from sigclass.scan.overtime import quiet_spell
-from sigclass.scan.shapes import fault_line, is_report, RAY_RELAY
+from sigclass.scan.shapes import BARE_KILLED, fault_line, is_report, RAY_RELAY
 from sigclass.scan.triggers import EXC_LINE
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
@@ -133,7 +133,6 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
 # `Killed`: SGLang's SIGQUIT handler (`kill_process_tree(os.getpid())`) and Lightning's child-process observer
 # (`_terminate_all`: SIGKILL to every child and to the main process)
 TREE_KILL = lazy(r"Received sigquit from a child proc|Forcefully terminating all other processes to avoid zombies")
-_BARE_KILLED = lazy(r"^(?:\x1b?\[[0-9;]*m|\W)*Killed\W*$")
 
 
 def _tree_kills(findings: list[Finding], told: Iterable[int] = ()) -> None:
@@ -146,7 +145,7 @@ def _tree_kills(findings: list[Finding], told: Iterable[int] = ()) -> None:
     first = min(lines)
     for f in findings:
         if f.line <= first or f.family != "host-oom-killed" or f.role == Role.SECONDARY or not f.block \
-                or not all(_BARE_KILLED.match(b) or not b.strip() for b in f.block):
+                or not all(BARE_KILLED.match(b) or not b.strip() for b in f.block):
             continue
         above = [g for g in findings if g.line < f.line and g is not f and g.status != Status.RECOVERED]
         root = next((g for g in reversed(above) if g.role == Role.ROOT), None)
