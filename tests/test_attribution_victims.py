@@ -676,3 +676,9 @@ def test_lightning_s_tree_kill_after_the_child_s_own_error_is_its_victim():
     res = sigclass.classify("\n".join(lines) + "\n")
     assert [(f.family, f.role) for f in res.findings] == [("unknown", "root"), ("host-oom-killed", "secondary")]
     assert (res.verdict.cause.family, res.verdict.cause.worker) == ("unknown", "1")
+
+
+def test_one_failure_repeated_where_no_worker_is_named_is_not_systematic():
+    text = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" * 40
+    v = sigclass.classify(text).verdict
+    assert v.cause.family == "cuda-oom" and not v.independent
