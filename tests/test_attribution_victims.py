@@ -682,3 +682,13 @@ def test_one_failure_repeated_where_no_worker_is_named_is_not_systematic():
     text = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" * 40
     v = sigclass.classify(text).verdict
     assert v.cause.family == "cuda-oom" and not v.independent
+
+
+def test_a_worker_s_hang_and_the_engine_s_unprefixed_timeout_are_one_hang_not_two_workers():
+    lines = ["(VllmWorker rank=1 pid=3412) INFO 03-01 12:01:10 [shm_broadcast.py:466] No available shared memory "
+             "broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing "
+             "some time-consuming work (e.g. compilation)."] * 3 + [
+        "ERROR 03-01 12:05:00 [core.py:600] EngineCore encountered a fatal error.",
+        "ERROR 03-01 12:05:00 [core.py:600] TimeoutError: RPC call to execute_model timed out."]
+    v = _verdict(lines)
+    assert (v.cause.family, v.cause.worker) == ("vllm-engine-hang", "1") and not v.independent

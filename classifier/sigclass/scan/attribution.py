@@ -469,7 +469,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     independent: dict[tuple, Cause] = {}
     for c in ranked[1:]:
         same_worker = c.worker is not None and c.worker == top.worker
-        if (same_worker or (c.worker is None and top.worker is None)) and c.family == top.family:
+        if (same_worker or c.worker is None) and c.family == top.family:
             continue  # the same fault again (its summary, a repeat; with no worker named, nothing says another struck)
         if c.helper and c.family == top.family and not same_worker:
             k = (c.family, c.worker)
