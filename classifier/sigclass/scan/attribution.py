@@ -35,6 +35,7 @@ from typing import Iterable, Sequence
 
 from sigclass.records import Cause, Finding, Verdict, Victim
 from sigclass.scan.shapes import fault_line, TEARDOWN
+from sigclass.scan.triggers import LAUNCHER_REPORT
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.text.prefixes import NOT_A_WORKER, RANK_KINDS, Stream
@@ -97,7 +98,6 @@ _NCCL_OWN = lazy(r"internal error|ncclInternalError|invalid usage|ncclInvalidUsa
                  r"|NCCL WARN Error : ")
 _NCCL_PEER = lazy(r"(?i)remote|peer|network|connection|socket|timed? ?out|abort")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
-_LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
 # an error's own line: without one (a traceback cut short) a failure with no family says little; an error it names
 # (an exception, a C++ what(), a segfault, a failed assertion), or an abort
 _NAMED = (r"(?:^|[\s:\]>)])[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?:\([^)]*\))?(?:\[[^\]]*\])?(?::|$)"
@@ -183,7 +183,7 @@ def _after_teardown(f: Finding, block: Sequence[str]) -> list[_Cand]:
     traceback printed after it, which is the launcher's own only when it says so (its SignalException, its
     ChildFailedError): an error of another kind there is a worker's, printed without its prefix."""
     for i, ln in enumerate(block[1:], 1):
-        if _ERROR_LINE.search(ln) and not (_SIGNAL_WORDS.search(ln) or _LAUNCHER_REPORT.search(ln)
+        if _ERROR_LINE.search(ln) and not (_SIGNAL_WORDS.search(ln) or LAUNCHER_REPORT.search(ln)
                                            or _VICTIM_WORDS.search(ln) or _is_summary([ln])):
             tail = list(block[i:i + 5])
             return [_Cand(UNKNOWN, norm_worker(worker_in_text(tail)), f.line + i, fingerprint([UNKNOWN, ln.strip()]),
@@ -314,7 +314,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         elif f.family in _KILL_FAMILIES and f.role == Role.SECONDARY and f.family_role == Role.ROOT:
             tier = TIER_REPORT  # a kill scan/verdict.py found to be a launcher's teardown (SGLang's tree kill)
         elif f.family == UNKNOWN:
-            if summary or _LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
+            if summary or LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
             elif said := [x for x in block if _ERROR_LINE.search(x) or fault_line(x)]:
                 tier = TIER_UNSEEN if _abort_only(said) else TIER_UNKNOWN
@@ -345,7 +345,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         cands.append(_Cand(f.family, worker, f.line, f.fingerprint, float(f.confidence or 0.0), tier, began, f.time,
                            0, CauseBasis.LAUNCHER_SUMMARY if summary else CauseBasis.OWN_LINES,
                            _process_of(f.stream, worker), helper=helper, killed=_killed_pid(block),
-                           report=f.stream is None and relayed is None and _LAUNCHER_REPORT.search(text) is not None,
+                           report=f.stream is None and relayed is None and LAUNCHER_REPORT.search(text) is not None,
                            in_order=summary and _IN_TIME_ORDER.search(text) is not None,
                            symptom=tier == TIER_STOPPED and _interrupted_only(text),
                            sigint=tier == TIER_STOPPED and "KeyboardInterrupt" in text,

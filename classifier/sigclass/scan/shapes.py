@@ -627,6 +627,11 @@ STEP_STOP = lazy(r"\*\*\* STEP \S+ ON \S+ CANCELLED AT \S+ \*\*\* *$|(?:_step_si
 BARE_KILLED = lazy(r"^(?:\x1b?\[[0-9;]*m|\W)*Killed\W*$")  # the shell's word alone that its job was SIGKILLed
 
 
+def bare_kill(f: Finding) -> bool:
+    """Whether a host-oom-killed finding is the shell's `Killed` alone, no word of memory in it."""
+    return f.family == "host-oom-killed" and bool(f.block) and all(BARE_KILLED.match(x) or not x.strip() for x in f.block)
+
+
 def _explained(findings: list[Finding], first_report: int | None = None) -> bool:
     """Whether the source's findings explain a report: any finding does, but a launcher tearing down siblings
     (or Slurm ending the step, below the first report of a failed task)."""
@@ -638,8 +643,7 @@ def _explained(findings: list[Finding], first_report: int | None = None) -> bool
             continue
         if f.family == UNKNOWN and not any(_says_why(x) for x in f.block):
             continue  # a traceback cut short before its exception line says nothing of why
-        if f.family == "host-oom-killed" and first_report is not None and f.line > first_report and f.block \
-                and all(BARE_KILLED.match(x) or not x.strip() for x in f.block):
+        if first_report is not None and f.line > first_report and bare_kill(f):
             continue  # the shell's `Killed` after a launcher reported a child's failure: its teardown (verdict.py)
         return True
     return False

@@ -46,9 +46,7 @@ PADDLE_HEAD = "C++ Traceback (most recent call last)"  # Paddle's report (trigge
 # _MSG_FORMAT_TEMPLATE and _FAILURE_FORMAT_TEMPLATE): its rules, title, headings and each failure's rows
 ELASTIC_ROW = lazy(r"(?:={20,}|-{20,}|\S+ FAILED|Failures:|  <NO_OTHER_FAILURES>|Root Cause \(first observed failure\):"
                    r"|\[\d+\]:|  (?:time|host|rank|exitcode|error_file|traceback) *: )")
-
-
-ELASTIC_ENTRY = lazy(r"\[\d+\]:\s*$")
+ELASTIC_ENTRY = lazy(r"\[\d+\]:\s*$")  # the head of one failure's rows
 
 
 def _under_child_failed(blk: "OpenBlock") -> bool:

@@ -63,7 +63,11 @@ PAYLOAD = lazy(r"Received request [^ ]+: prompt: ")
 # (after a bracketed tag no prefix rule knows, `[rankx]: ValueError: ...`, as long as it is not a log level)
 EXC_LINE = lazy(r"(?:\[(?!(?:INFO|WARN|WARNING|DEBUG|TRACE|NOTICE)\])[\w.,:-]{1,32}\]:? )?"
                 r"(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|\.error)|[A-Z]\w*Error|Exception)"
-                      r"(?:\[[^\]]*\])?(?::|$)")
+                r"(?:\[[^\]]*\])?(?::|$)")
+
+# a launcher's own report that a child failed: torchelastic's ChildFailedError (torchrun, accelerate), a wrapper's
+# CalledProcessError (`Command '[...]' returned non-zero exit status 1.`)
+LAUNCHER_REPORT = lazy(r"returned non-zero exit status \d+|ChildFailedError")
 
 CHAIN = lazy(r"(?:The above exception was the direct cause|During handling of the above exception"
                     r"|-- Process \d+ terminated with the following error)")  # the last: torch.multiprocessing.spawn

@@ -39,14 +39,14 @@ structured outputs, which are written at the end.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
 from sigclass.scan.explained import startup_report_only
 from sigclass.scan.overtime import quiet_spell
-from sigclass.scan.shapes import BARE_KILLED, fault_line, is_report, RAY_RELAY
-from sigclass.scan.triggers import EXC_LINE
+from sigclass.scan.shapes import bare_kill, fault_line, is_report, RAY_RELAY
+from sigclass.scan.triggers import EXC_LINE, LAUNCHER_REPORT
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
 from sigclass.vocab import Method, Role, Status, UNKNOWN
@@ -139,17 +139,18 @@ def _tree_kills(findings: list[Finding], told: Iterable[int] = ()) -> None:
     """The shell's bare `Killed` below a launcher's word that it tears its process tree down (in a finding's block,
     or on the launcher's exit line: `told`) is that teardown's kill, not the OOM killer's: a victim of the failure
     the teardown follows (or, with none found, of nothing: the launcher's exit line names the worker that failed)."""
-    lines = list(told) + [f.line for f in findings if any(TREE_KILL.search(b) for b in f.block)]
+    tellers = [f for f in findings if any(TREE_KILL.search(b) for b in f.block)]
+    lines = [*told, *(f.line for f in tellers)]
     if not lines:
         return
     first = min(lines)
+    told_by = {id(g) for g in tellers}
     for f in findings:
-        if f.line <= first or f.family != "host-oom-killed" or f.role == Role.SECONDARY or not f.block \
-                or not all(BARE_KILLED.match(b) or not b.strip() for b in f.block):
+        if f.line <= first or f.role == Role.SECONDARY or not bare_kill(f):
             continue
-        above = [g for g in findings if g.line < f.line and g is not f and g.status != Status.RECOVERED]
-        root = next((g for g in reversed(above) if g.role == Role.ROOT), None)
-        teller = next((g for g in reversed(above) if any(TREE_KILL.search(b) for b in g.block)), None)
+        above = [g for g in reversed(findings) if g.line < f.line and g is not f and g.status != Status.RECOVERED]
+        root = next((g for g in above if g.role == Role.ROOT), None)
+        teller = next((g for g in above if id(g) in told_by), None)
         f.role = Role.SECONDARY
         if teller is not None and teller.role == Role.SECONDARY and teller.root:
             f.root = teller.root
@@ -236,13 +237,13 @@ def _late_roots(findings: list[Finding]) -> None:
             _victim_of(f, nxt)
 
 
-# a launcher's own report that a child failed: torchelastic's ChildFailedError (torchrun, accelerate), a wrapper's
-# CalledProcessError (`Command '[...]' returned non-zero exit status 1.`)
-_LAUNCHER_REPORT = lazy(r"ChildFailedError|returned non-zero exit status [1-9]")
-
-
 def _launcher_report(f: Finding) -> bool:
-    return f.family == UNKNOWN and any(_LAUNCHER_REPORT.search(b) for b in f.block)
+    return f.family == UNKNOWN and any(LAUNCHER_REPORT.search(b) for b in f.block)
+
+
+def _back(findings: list[Finding], i: int) -> Iterator[Finding]:
+    """The findings above the i-th, nearest first (no copy of the list)."""
+    return (findings[j] for j in range(i - 1, -1, -1))
 
 
 # an exception's own words wherever a log header puts them (`ERROR 03-01 12:04:11 [core.py:517] RuntimeError: ...`)
@@ -276,26 +277,23 @@ def _launcher_reports(findings: list[Finding]) -> None:
     for i, f in enumerate(findings):
         if f.role == Role.SECONDARY:
             continue
+        roots = (g for g in _back(findings, i) if g.role == Role.ROOT and g.status != Status.RECOVERED and g.line < f.line)
         root = None
         if _launcher_report(f):
-            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
-                         and g.line < f.line and not _launcher_report(g)
+            root = next((g for g in roots if not _launcher_report(g)
                          and (f.worker is None or g.worker is None or g.worker == f.worker)), None)
         elif _relay(f):
             told = set(_exceptions(f))
-            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
-                         and g.line < f.line and g.worker != f.worker and not _relay(g)
-                         and _last_exception(g) in told), None)
+            root = next((g for g in roots if g.worker != f.worker and not _relay(g) and _last_exception(g) in told), None)
         elif any(_ROOT_CAUSE_ABOVE.search(b) for b in f.block[-8:]):
             # its own words send the reader to the failure above it (vLLM's EngineCore: `Worker failed with error
             # '...', please check the stack trace above for the root cause`): that failure's, the same family first
-            above = [g for g in findings[:i] if g.role == Role.ROOT and g.status != Status.RECOVERED and g.line < f.line]
-            root = next((g for g in reversed(above) if g.family == f.family), above[-1] if above else None)
+            above = list(roots)
+            root = next((g for g in above if g.family == f.family), above[0] if above else None)
         elif f.worker is None and (told := set(_exceptions(f))):
             # a process no prefix names re-raising a worker's exception word for word (vLLM's EngineCore before it
             # prefixed its lines: `EngineCore encountered a fatal error.` then the worker's RuntimeError): a copy
-            root = next((g for g in reversed(findings[:i]) if g.role == Role.ROOT and g.status != Status.RECOVERED
-                         and g.worker is not None and g.line < f.line <= g.end_line + RETOLD_WITHIN
+            root = next((g for g in roots if g.worker is not None and f.line <= g.end_line + RETOLD_WITHIN
                          and g.family == f.family and _last_exception(g) in told), None)
         if root is not None:
             _victim_of(f, root)
