@@ -257,3 +257,34 @@ def test_a_glog_failure_signal_dump_is_the_signal_s_failure_alone(shipped, signa
     roots = [f.family for f in res.findings if f.role != Role.SECONDARY]
     assert roots == [family]
     assert res.verdict.cause.family == family and res.verdict.cause.line == 3
+
+
+# rich's logging handler (accelerate's launcher) prints a record under the last one's time column, so the records
+# after the first start with spaces: each is a record of its own, not a frame of the failure on the line below it
+RICH_SIGHUP = """\
+[16:21:34] WARNING  Received 1 death signal, shutting down workers    api.py:729
+           WARNING  Sending process 2928786 closing signal SIGHUP     api.py:698
+           WARNING  Sending process 2928787 closing signal SIGHUP     api.py:698
+           WARNING  Sending process 2928788 closing signal SIGHUP     api.py:698
+"""
+
+# tqdm's bars start with spaces too: the step counter above a kernel assertion is no frame of it
+TQDM_THEN_ASSERT = """\
+  6%|▌         | 88/1398 [1:31:02<25:44:02, 70.72s/it]
+  6%|▋         | 89/1398 [1:32:11<25:28:13, 70.05s/it]
+../aten/src/ATen/native/cuda/Indexing.cu:1284: indexSelectLargeIndex: block: [134,0,0], thread: [1,0,0] Assertion `srcIndex < srcSelectDimSize` failed.
+"""
+
+
+def test_indented_log_records_are_not_frames_of_the_record_below(shipped):
+    found = shipped.scan_text(RICH_SIGHUP).findings
+    assert found, "the launcher's death-signal records are a failure"
+    # no finding reaches back over the record above its own first evidence line: one finding per record, each
+    # starting on its own line (before, each record took the ones above it as frames: lines 2-2, 2-3, 2-4)
+    assert [(f.line, f.end_line) for f in found] == [(n, n) for n in range(1, 5)]
+
+
+def test_a_progress_bar_above_a_kernel_assertion_is_not_part_of_it(shipped):
+    (f,) = [f for f in shipped.scan_text(TQDM_THEN_ASSERT).findings if f.role != Role.SECONDARY]
+    assert f.family == "cuda-device-side-assert"
+    assert f.line == 3

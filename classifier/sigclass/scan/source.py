@@ -367,7 +367,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             b = prev.body
             # a JSON-lines record keeps its own number for every line its message holds
             no = prev.line_override if prev.line_override is not None else lineno - back
-            if b.startswith((" ", "\t")) and b.strip():
+            if b.startswith((" ", "\t")) and b.strip() and not NEW_RECORD.match(b.lstrip()):
+                # (an indented log record, as rich's logging handler prints one under the last one's time column,
+                # is a record of its own, not a frame of the exception below)
                 out.append((no, prev, self._hits.get(start)))
                 end = start - 1
                 continue
