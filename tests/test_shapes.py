@@ -279,9 +279,11 @@ TQDM_THEN_ASSERT = """\
 def test_indented_log_records_are_not_frames_of_the_record_below(shipped):
     found = shipped.scan_text(RICH_SIGHUP).findings
     assert found, "the launcher's death-signal records are a failure"
-    # no finding reaches back over the record above its own first evidence line: one finding per record, each
-    # starting on its own line (before, each record took the ones above it as frames: lines 2-2, 2-3, 2-4)
-    assert [(f.line, f.end_line) for f in found] == [(n, n) for n in range(1, 5)]
+    # no finding reaches back over the record above its own evidence (before, each record took the ones above it
+    # as frames and was reported again as the block grew: lines 2-2, 2-3, 2-4); the death signal is one finding,
+    # the launcher's closing of each process another, its three records that finding's lines
+    assert [(f.line, f.lines) for f in found] == [(1, [1]), (2, [2, 3, 4])]
+    assert found[1].count == 3
 
 
 def test_a_progress_bar_above_a_kernel_assertion_is_not_part_of_it(shipped):

@@ -259,6 +259,8 @@ class OverTimeState(StallRules):
     def _fire(self, rule: TimeRule, st: RuleState, run: list[Seen], seen: Seen) -> None:
         joined = join_open(self.shared, rule.family, seen.line.worker, [x.lineno for x in run] + [seen.lineno], seen.iso)
         if joined is not None:  # the family already has this fault open on the worker: one finding
+            if not joined.facts.get("over_time_rule"):  # a record's finding (a NaN loss line) the rule now sees go on
+                joined.facts = {**joined.facts, "over_time_rule": f"{rule.kind} {rule.name}"}
             st.fired, st.last = joined, seen.time
             if rule.kind != "rate":
                 run.clear()

@@ -11,7 +11,7 @@ from sigclass.records import Finding, MAX_LINES_KEPT
 from sigclass.scan.blocks import bytes_newlines, exception_lines, Marker, newlines, OpenBlock, strip_ts
 from sigclass.scan.clock import SourceClock
 from sigclass.scan.counted import CountedEvidence
-from sigclass.scan.overtime import Where
+from sigclass.scan.overtime import join_open, register, Where
 from sigclass.scan.overtime_state import OverTimeState
 from sigclass.scan.deferred import DeferredSideHits, Heads, line_counter, PendingFacts
 from sigclass.scan import exitnoise
@@ -118,6 +118,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.bytes_seen = 0
         self.counts: dict[tuple[str, str | None], list] = {}
         self.family_open: dict[tuple, list] = {}  # counted and over-time findings still open, per family and worker
+        self.last_emitted: dict[str | None, Finding] = {}  # each worker's latest finding
         self.counted_last: dict[int, str | None] = {}  # counted evidence: time of its finding's latest line
         self.episodes: dict[tuple, int] = {}  # counted evidence: findings made per key (episodes)
         self.recurring: dict[tuple, list] = {}  # published failures: when each was last seen, and its episode
@@ -518,9 +519,13 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if res is not None:
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
+            if not blk.shaped and self._joins(sig.id, worker, fingerprint([sig.id, *key_lines]), end_line, blk.time):
+                return  # a record of a fault the family has open on this worker (a NaN loss each step): one finding
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
             f.timed = timed
             self._emit(f)
+            if not blk.shaped:  # an over-time rule, counted evidence or the next record of it joins this finding
+                register(self.family_open, f, blk.time)
             return
         if self.sc.learned is not None and (blk.shaped or self.sc.signatures == SignatureMode.LEARNED):
             guess = self._ask_learned(bodies, worker)
@@ -573,8 +578,21 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             family_role=sig.role, unit=unit, stream=stream, block=bodies, facts=facts,
         )
 
+    def _joins(self, family: str, worker: str | None, fp: str, line: int, t: str | None) -> bool:
+        """Whether a record's failure joins the family's finding open on the worker: the same record again (its
+        fingerprint), or one an over-time rule has seen go on (a NaN train loss, then a NaN validation loss), with
+        no quiet spell since its last evidence and no other failure of the worker since it (a Ctrl-C's traceback
+        between two of a launcher's kill records makes the second a failure of its own)."""
+        entry = self.family_open.get((family, worker))
+        if entry is None or self.last_emitted.get(worker) is not entry[0]:
+            return False
+        if entry[0].fingerprint != fp and not entry[0].facts.get("over_time_rule"):
+            return False  # another record of the family (the launcher's word of the signal after its kill lines)
+        return join_open(self.family_open, family, worker, [line], t) is not None
+
     def _emit(self, f: Finding) -> None:
         """Queue a finding; it is released once no earlier-starting block is still open."""
+        self.last_emitted[f.worker] = f
         self.pending.append(f)
         self._release()
 

@@ -96,11 +96,12 @@ def _error_end(f: Finding) -> int | None:
 
 
 def _value_report_end(f: Finding) -> int | None:
-    """The line of a finding that is one step's report of a non-finite value (a match on its first line, no
-    over-time rule, no error line in its block): steps that go on after it make it a step the run stepped over."""
+    """The line of a finding that is a step's report of a non-finite value (a match on its first line, no
+    over-time rule, no error line in its block), or of the last of the steps that reported one: steps that go on
+    after it make it a step the run stepped over."""
     if f.facts.get("over_time_rule") or not f.block or not _NONFINITE.search(f.block[0]):
         return None
-    return f.line
+    return max(f.line, *f.lines)  # the last step that reported one (a record of each step joins the first's finding)
 
 
 def _victim_of(f: Finding, root: Finding, note: str | None = None) -> None:
