@@ -290,3 +290,21 @@ def test_a_progress_bar_above_a_kernel_assertion_is_not_part_of_it(shipped):
     (f,) = [f for f in shipped.scan_text(TQDM_THEN_ASSERT).findings if f.role != Role.SECONDARY]
     assert f.family == "cuda-device-side-assert"
     assert f.line == 3
+
+
+LLAMACPP_REFUSED = """\
+srv  update_slots: all slots are idle
+srv    send_error: task id = 5, error: the request exceeds the available context size, try increasing it
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 400
+slot launch_slot_: id  0 | task 6 | processing task
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+"""
+
+
+def test_a_llama_cpp_request_error_is_a_failure_unless_the_server_answered_it_with_a_client_error(shipped):
+    (f,) = shipped.scan_text(LLAMACPP_REFUSED).findings
+    assert (f.family, f.line, f.status) == ("unknown", 2, "recovered")  # a refused request: the server went on
+    failed = LLAMACPP_REFUSED.replace("127.0.0.1 400", "127.0.0.1 500")
+    (g,) = shipped.scan_text(failed).findings
+    assert (g.family, g.line, g.status) == ("unknown", 2, "unknown")
+    assert "send_error" in g.evidence[0]

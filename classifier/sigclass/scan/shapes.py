@@ -344,6 +344,14 @@ FAULTS: tuple[Shape, ...] = (
         "/app/ggml/src/ggml-cuda/ggml-cuda.cu:1500: GGML_ASSERT(ggml_nbytes(src0) <= INT_MAX) failed"),
        ("INFO: retry after: failed to load model earlier", "see GGML_ASSERT( docs",
         "WARNING: failed to load model card, using defaults", "warning: failed to load model hash cache")),
+    # llama.cpp's server failing a request (tools/server: `SRV_ERR("task id = %d, error: %s\n", ...)` in send_error,
+    # and llama-box's `send_error: task 1 | error = ...`): the task's error, whatever the server does next (a 4xx
+    # answer after it makes it a refused request, scan/verdict.py)
+    _s("llamacpp-send-error", r"send_error: task ",
+       r"(?:^|\s)send_error: task (?:id = )?\d+(?:,| \|) error(?::| =) \S",
+       ("srv    send_error: task id = 307, error: Invalid input batch.",
+        "3.49.305.569 E srv                send_error: task 1 | error = decoding exceeds the available context size."),
+       ("send_error: task id = 3, error: ", "// send_error: task id = %d, error: %s")),
     # Triton's model table at start-up: a model that could not be loaded, and TensorRT-LLM's assertion
     # (`| tensorrt_llm | 1 | UNAVAILABLE: Internal: ...`, `[TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp`)
     _s("triton-unavailable", r"\| UNAVAILABLE: |\[TensorRT-LLM\]\[ERROR\] Assertion failed: ",
@@ -400,6 +408,15 @@ REPORTS: tuple[Shape, ...] = (
         'INFO:     10.0.0.1:5 - "GET /metrics HTTP/1.1" 500 Internal Server Error',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 429 Too Many Requests',
         'INFO:     10.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OK')),
+    # llama.cpp's server's access log (tools/server: `SRV_INF("request: %s %s %s %d\n", method, path, remote_addr,
+    # status)`): `srv  log_server_r: request: POST /completion 127.0.0.1 500`
+    _s("llamacpp-http-error", r": request: [A-Z]+ /",
+       r"(?:^|\s)\w+: request: (?:(?:POST|PUT|PATCH|DELETE) \S+ \S+ (?!429|499)4\d\d|[A-Z]+ (?!/(?:health|metrics|v1/health)\b)\S+ \S+ (?!503)5\d\d) *$",
+       ("srv  log_server_r: request: POST /completion 127.0.0.1 500",
+        "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 400"),
+       ("srv  log_server_r: request: POST /completion 127.0.0.1 200",
+        "srv  log_server_r: request: GET /health 127.0.0.1 503",
+        "srv  log_server_r: request: POST /completion 127.0.0.1 429")),
     # Ollama's (gin's) access log: `[GIN] 2024/05/01 - 12:00:00 | 500 |  5.0s |  127.0.0.1 | POST "/api/chat"`
     _s("gin-http-error", r"\[GIN\] ", r"^\[GIN\] .* \| (?!429)(?:4\d\d|5\d\d) \| .* \| (?:POST|PUT|PATCH|DELETE) ",
        ('[GIN] 2024/05/01 - 12:00:00 | 500 |  5.012s |       127.0.0.1 | POST     "/api/chat"',),
@@ -478,6 +495,7 @@ _NEEDLES = {
     "ci-exit": ("Process completed with exit code ", "ERROR: Job failed: exit code "),
     "cli-error": ("Error: ",),
     "llamacpp-error": (": error loading model: ", ": failed to load model", "GGML_ASSERT("),
+    "llamacpp-send-error": ("send_error: task ",),
     "triton-unavailable": ("| UNAVAILABLE: ", "[TensorRT-LLM][ERROR] Assertion failed: "),
     "ort-error": ("[ONNXRuntimeError] : ",),
     "pytest-error": ("E   ",),
@@ -495,6 +513,7 @@ _NEEDLES = {
     "ide-exit": ("Process finished with exit code ",),
     "mpirun-nonzero": ("terminated normally, but ",),
     "http-error": ("HTTP/",),
+    "llamacpp-http-error": (": request: ",),
     "gin-http-error": ("[GIN] ",),
     "mpi-abort": ("MPI_ABORT was invoked on rank ",),
     "ray-job-failed": ("' failed",),
@@ -585,7 +604,15 @@ def report_of(ln: Line, lineno: int, time: str | None) -> Report | None:
     return Report(lineno, text[:300], ln.worker or named or worker_in_text([ln.body]), code, time, hit[0].name)
 
 
-_CLIENT_ERROR = lazy(r"HTTP/[\d.]+\" 4\d\d(?!\d)")
+_CLIENT_ERROR = lazy(r"HTTP/[\d.]+\" 4\d\d(?!\d)|: request: [A-Z]+ \S+ \S+ 4\d\d *$")
+
+_SEND_ERROR = next(s for s in FAULTS if s.name == "llamacpp-send-error")
+ACCESS_LOGS = frozenset({"http-error", "llamacpp-http-error"})  # report shapes that are a server's access log
+
+
+def request_error(text: str) -> bool:
+    """Whether a line is a server's record of one request's error (llama.cpp's send_error)."""
+    return "send_error: task " in text and _SEND_ERROR.confirm.search(text.strip()) is not None
 
 
 def client_error(text: str) -> bool:

@@ -18,7 +18,7 @@ from sigclass.scan import exitnoise
 from sigclass.scan.explained import as_unknown, own_cause, startup_report_only, teardown_kills
 from sigclass.scan.reader import SourceState
 from sigclass.scan.shapes import (
-    client_error, emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault, TEARDOWN,
+    ACCESS_LOGS, client_error, emit_reports, fault_lines, one_line_fault, RAY_CREATION_TASK, Report, report_of, starts_fault, TEARDOWN,
 )
 from sigclass.scan.verdict import recurrence, settle, TREE_KILL
 from sigclass.scan.triggers import (
@@ -222,7 +222,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 self._out(f)
         emit_reports(self)
         settle(self.findings, self.sc.ledger, self._progress_in_unit, self.over_time.recovered_after,
-               [r.line for r in self.reports if r.shape == "http-error" and client_error(r.text)],
+               [r.line for r in self.reports if r.shape in ACCESS_LOGS and client_error(r.text)],
                [e.line for e in self.exits if TREE_KILL.search(e.text)])
 
     def _progress_in_unit(self, worker: str | None, line: int) -> int:

@@ -45,7 +45,7 @@ from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
 from sigclass.scan.explained import startup_report_only
 from sigclass.scan.overtime import quiet_spell
-from sigclass.scan.shapes import bare_kill, fault_line, is_report, RAY_RELAY
+from sigclass.scan.shapes import bare_kill, fault_line, is_report, RAY_RELAY, request_error
 from sigclass.scan.triggers import EXC_LINE, LAUNCHER_REPORT
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint
@@ -172,9 +172,16 @@ def _refused(findings: Iterable[Finding], refused: Iterable[int]) -> None:
     if not answered:
         return
     for f in findings:
-        if f.family != UNKNOWN or f.role == Role.SECONDARY or f.status == Status.RECOVERED or _error_end(f) is None:
+        if f.family != UNKNOWN or f.role == Role.SECONDARY or f.status == Status.RECOVERED:
             continue
-        end = max(f.line, f.end_line)
+        if _error_end(f) is not None:
+            end = max(f.line, f.end_line)
+        elif f.block and request_error(f.block[0]):
+            # llama.cpp's record of the request's error (`send_error: task id = 5, error: the request exceeds the
+            # available context size`), whatever lines its block ran on over
+            end = f.line
+        else:
+            continue
         if any(end < a <= end + REFUSED_WITHIN for a in answered):
             f.status = Status.RECOVERED
 
