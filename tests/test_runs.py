@@ -174,6 +174,34 @@ def test_layout3_ray_pids_are_workers_and_units():
     }
 
 
+# vLLM's tensor-parallel workers under Ray: each actor's lines carry its pid, and torch's rank prefix after it
+# on the lines torch prints; the pid-only lines are the same worker as its rank's
+RAY_TP_RANKED = """\
+(RayWorkerWrapper pid=2001) INFO 03-01 08:00:05 [worker.py:50] Loading model weights
+(RayWorkerWrapper pid=2002) INFO 03-01 08:00:05 [worker.py:50] Loading model weights
+(RayWorkerWrapper pid=2001) [rank0]: INFO 03-01 08:00:06 starting
+(RayWorkerWrapper pid=2002) [rank1]: INFO 03-01 08:00:06 starting
+(RayWorkerWrapper pid=2002) Traceback (most recent call last):
+(RayWorkerWrapper pid=2002)   File "/app/worker.py", line 10, in execute_model
+(RayWorkerWrapper pid=2002)     out = self.model(x)
+(RayWorkerWrapper pid=2002) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB
+(RayWorkerWrapper pid=2001) [rank0]:[E301 08:10:05.000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.
+"""
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_ray_actor_that_prints_a_rank_prefix_is_one_unit_with_that_rank(tmp_path, n_jobs):
+    d = tmp_path / "tp-job"
+    d.mkdir()
+    (d / "combined.log").write_text(RAY_TP_RANKED)
+    run = one(d, n_jobs=n_jobs)
+    # two workers (not ranks 0 and 1 plus pids 2001 and 2002): the OOM of pid 2002's own lines is rank 1's
+    assert table(run) == {
+        "0": ("0", "failed", "nccl-watchdog-timeout", "cascade", "1"),
+        "1": ("1", "failed", "cuda-oom", "root", None),
+    }
+
+
 def test_layout3_slurm_array_tasks_are_independent():
     run = one(RUNS / "slurm-array")
     assert table(run) == {

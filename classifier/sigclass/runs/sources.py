@@ -23,6 +23,9 @@ from sigclass.text.prefixes import CENSUS, CENSUS_GROUPS, NOT_A_WORKER
 from sigclass.vocab import SignatureMode
 
 
+# torch's rank prefix right after another prefix (a Ray actor's `(RayWorkerWrapper pid=2002) [rank1]: ...`)
+_INNER_RANK = re.compile(rb"[ \t]*\[rank(\d+)\]:")
+
 # torchelastic's failure summary names the rank that failed first; a rank killed outright prints nothing itself
 _ROOT_CAUSE = re.compile(rb"Root Cause \(first observed failure\):")
 
@@ -55,6 +58,7 @@ class SourceScan:
     ranks: list[str]  # rank / Ray pid ids named by line prefixes (combined logs only)
     problems: list[str]
     root_causes: list[tuple[int, str]] = field(default_factory=list)  # (line, rank) of launcher failure summaries
+    aliases: dict[str, str] = field(default_factory=dict)  # a Ray actor's pid -> the rank it prints under it
     first_time: str | None = None
     last_time: str | None = None
     readable: bool = False
@@ -167,16 +171,18 @@ def _scan_one(cfg: ScanConfig, layout: Layout, run_path: str, rel: str) -> Sourc
         out.findings.append(f)
     out.markers = list(res.markers)
     if ident.kind == "none" and not jsonl and out.readable:
-        out.ranks, out.root_causes = _prefix_census(path, rel)
+        out.ranks, out.root_causes, out.aliases = _prefix_census(path, rel)
     return out
 
 
-def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]]]:
-    """Every rank / Ray pid named by a line prefix of a combined log, and the rank each launcher failure
-    summary names with its line (one cheap pass over raw bytes)."""
+def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]], dict[str, str]]:
+    """Every rank / Ray pid named by a line prefix of a combined log (a pid that prints a rank's prefix after its
+    own counts as that rank), the rank each launcher failure summary names with its line, and those pids' ranks
+    (one cheap pass over raw bytes)."""
     from sigclass.scan.reader import open_source
 
     seen: dict[str, None] = {}
+    alias: dict[str, str] = {}  # a prefix's id -> the rank a prefix after it names on the same line
     causes: list[tuple[int, str]] = []
     lines = 0
 
@@ -193,7 +199,11 @@ def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]
                 if val is None:
                     continue
                 if ni is None or not (m.group(ni) or b"").decode("ascii", "replace").startswith(NOT_A_WORKER):
-                    seen.setdefault(norm_id(val.decode()), None)
+                    wid = norm_id(val.decode())
+                    inner = _INNER_RANK.match(buf, m.end())
+                    if inner is not None and wid not in alias:  # a Ray actor's pid, then the rank it runs
+                        alias[wid] = norm_id(inner.group(1).decode())
+                    seen.setdefault(wid, None)
                 break
 
     tail = b""
@@ -201,7 +211,7 @@ def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]
     try:
         stream = open_source(path)
     except (OSError, SigclassError):
-        return [], []
+        return [], [], {}
     try:
         while True:
             data = stream.read(4 << 20)
@@ -228,4 +238,5 @@ def _prefix_census(path: str, rel: str) -> tuple[list[str], list[tuple[int, str]
             pass
     if tail:
         take(tail)
-    return list(seen), causes
+    # one worker, not two: `(RayWorkerWrapper pid=2002) INFO ...` and `(RayWorkerWrapper pid=2002) [rank1]: ...`
+    return list(dict.fromkeys(alias.get(w, w) for w in seen)), causes, alias
