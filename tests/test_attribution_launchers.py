@@ -583,3 +583,21 @@ def test_an_nccl_internal_error_is_not_a_victim_of_a_later_segfault_elsewhere():
     # ncclInternalError is the calling process's own failure (a peer lost says `remote process exited`): it is no
     # weak sign of another worker's crash, and it began a second before the segfault
     _assert_cause(VLLM_NCCL_INTERNAL_THEN_SIGSEGV, "nccl-error", "4139")
+
+
+# `srun --label`: slurmstepd's word of the OOM kill comes through task 0's stream (tagged `0:`), srun's names the
+# task the kernel killed (a Perlmutter run's log, saforem2/vault)
+SRUN_LABEL_OOM = """\
+0: [2023-10-16 15:16:38,210] [INFO] [profiler.py:80:start_profile] Flops profiler started
+2: [Rank 2] (after 1 iterations) memory (MB) | allocated: 7063.2 | max allocated: 23105.0
+0: slurmstepd: error: Detected 1 oom_kill event in StepId=17109804.0. Some of the step tasks have been OOM Killed.
+srun: error: nid008576: task 2: Out Of Memory
+srun: Terminating StepId=17109804.0
+"""
+
+
+def test_slurmstepd_s_word_under_a_task_s_label_is_the_step_s_and_srun_names_the_killed_task():
+    res = sigclass.classify(SRUN_LABEL_OOM)
+    (step,) = [f for f in res.findings if "slurmstepd" in f.evidence[0]]
+    assert step.worker is None  # not task 0's: the daemon's, for the whole step
+    assert (res.verdict.cause.family, res.verdict.cause.worker) == ("host-oom-killed", "2")

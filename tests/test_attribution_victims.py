@@ -692,3 +692,23 @@ def test_a_worker_s_hang_and_the_engine_s_unprefixed_timeout_are_one_hang_not_tw
         "ERROR 03-01 12:05:00 [core.py:600] TimeoutError: RPC call to execute_model timed out."]
     v = _verdict(lines)
     assert (v.cause.family, v.cause.worker) == ("vllm-engine-hang", "1") and not v.independent
+
+
+# vLLM 0.6's front end said its engine was dead before the engine's own log of what killed it reached the file, in
+# the same second (MQLLMEngine: `logger.exception(repr(e))`, then the traceback)
+ENGINE_DEAD_FIRST = [
+    "WARNING 01-16 14:15:07 scheduler.py:944] Input prompt (19 tokens) is too long and exceeds limit of 5",
+    "CRITICAL 01-16 14:15:07 launcher.py:99] MQLLMEngine is already dead, terminating server process",
+    'INFO:     ::1:44460 - "POST /score HTTP/1.1" 500 Internal Server Error',
+    "ERROR 01-16 14:15:07 engine.py:137] ValueError('Sampling parameters are missing for a CompletionRequest.')",
+    "ERROR 01-16 14:15:07 engine.py:137] Traceback (most recent call last):",
+    'ERROR 01-16 14:15:07 engine.py:137]   File "/workspace/vllm/vllm/engine/multiprocessing/engine.py", line 135, in start',
+    "ERROR 01-16 14:15:07 engine.py:137]     self.run_engine_loop()",
+]
+
+
+def test_the_engine_s_own_error_logged_in_the_second_it_died_is_the_cause_of_the_dead_engine_line_above_it():
+    assert _cause(ENGINE_DEAD_FIRST) == ("unknown", None)
+    # a minute later it is another failure: the dead engine's line stays the cause
+    later = [x.replace("14:15:07 engine.py", "14:16:30 engine.py") for x in ENGINE_DEAD_FIRST]
+    assert _cause(later) == ("vllm-engine-dead", None)

@@ -214,3 +214,23 @@ def test_an_error_answered_with_a_server_error_stays_a_failure(scanner):
     res = scanner.scan_text(REFUSED.replace("ANSWER", "500 Internal Server Error"))
     assert [f.status for f in res.findings if f.family == "unknown"][0] != "recovered"
     assert res.verdict.cause.family == "unknown"
+
+
+# nnU-Net (print_to_log_file): an optional module it could not import, caught and printed, then its epochs go on
+NNUNET_OPTIONAL_IMPORT = """\
+2024-07-09 13:31:30.053565: Unable to plot network architecture:
+2024-07-09 13:31:30.061743: No module named 'hiddenlayer'
+2024-07-09 13:31:30.162810: Epoch 0
+2024-07-09 13:31:30.168464: Current learning rate: 0.01
+2024-07-09 13:35:54.727426: train_loss -0.4123
+2024-07-09 13:35:54.740389: val_loss -0.5210
+2024-07-09 13:35:54.754245: Epoch time: 264.58 s
+2024-07-09 13:35:54.762500: Epoch 1
+"""
+
+
+def test_an_error_a_trainer_printed_and_went_on_past_is_recovered(scanner):
+    assert _statuses(scanner, NNUNET_OPTIONAL_IMPORT) == [("import-error", "recovered")]
+    # the same line as the run's last word stays its failure
+    last = NNUNET_OPTIONAL_IMPORT.split("2024-07-09 13:31:30.162810")[0]
+    assert _statuses(scanner, last) == [("import-error", "active")]

@@ -54,6 +54,7 @@ def _under_child_failed(blk: "OpenBlock") -> bool:
     return any("ChildFailedError" in x.body for _, x in blk.lines[-80:])
 
 
+SLURMSTEPD = "slurmstepd: "  # Slurm's step daemon, speaking for the step rather than for a task
 STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
 
 
@@ -476,6 +477,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         bodies = [ln.body for _, ln in blk.lines]
         # no prefix named the worker: the failure's own text may (`[PG 1 Rank 1]`, `local_rank: 3`, srun's task)
         worker = blk.worker if blk.worker is not None else worker_in_text(bodies)
+        if blk.worker is not None and stream is not None and stream.kind == "tee" and bodies[0].startswith(SLURMSTEPD):
+            # slurmstepd's own word (`slurmstepd: error: Detected 1 oom_kill event in StepId=...`) under the tag
+            # `srun --label` gave the stream it came through: the step's, no task's (srun's line names the task)
+            worker, stream = worker_in_text(bodies), None
 
         def fact(name: str) -> str | None:
             for key in (worker or "", ""):

@@ -79,6 +79,9 @@ _LOGGED = lazy(r"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)?(?:: )?[WE] [\w./-]+\.(
               r"|[WE]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+\.(?:cc|cpp|h):\d+\] ")
 # the families of a kill that ends a process from outside (what a warning's process died of, not what it warned of)
 _KILLS = frozenset({"host-oom-killed"})
+# errors a program often catches, prints as a bare message (no exception line) and goes on past: an optional module
+# it cannot import, a hub it retries, a batch size it halves after an OOM, a port it tries again
+_CAUGHT_AND_PRINTED = frozenset({"import-error", "hf-hub-unreachable", "cuda-oom", "dist-port-in-use"})
 
 # a NaN/inf value standing alone in a report line (`loss=nan`, `Loss: -inf`, `"loss": NaN`)
 _NONFINITE = lazy(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
@@ -336,9 +339,24 @@ def _names_root(f: Finding, g: Finding) -> bool:
         return True
     if startup_report_only(f) and any(EXC_LINE.match(b.lstrip()) for b in g.block):
         return True  # the engine's own start-up error, printed after its front end's report that it did not start
+    if f.family == "vllm-engine-dead" and _engine_error_at_once(f, g):
+        return True
     return is_report(g) or (f.family == "ray-actor-died"
                              and any(EXC_LINE.match(b.lstrip()) or RAY_RELAY.match(b.lstrip()) or fault_line(b)
                                      for b in g.block))
+
+
+# an exception as its repr (`ValueError('Sampling parameters are missing for a CompletionRequest.')`): what vLLM's
+# engine and its client log as they die (`logger.exception(repr(e))`), its traceback under it
+_EXC_REPR = lazy(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\((?:'|\"|\))")
+ENGINE_ERROR_WITHIN = 10  # lines below the dead engine's line
+
+
+def _engine_error_at_once(f: Finding, g: Finding) -> bool:
+    """Whether g is the engine's own error logged in the second its front end said the engine was dead, just below
+    that line (the front end's `MQLLMEngine is already dead` may come first): the fault the dead engine follows."""
+    return bool(f.time and g.time and f.time[:19] == g.time[:19] and g.block
+                and 0 <= g.line - max(f.line, f.end_line) <= ENGINE_ERROR_WITHIN and _EXC_REPR.match(g.block[0].lstrip()))
 
 
 # torchelastic's agent raises ChildFailedError when a worker failed, after sending SIGTERM to the others; a worker
@@ -367,8 +385,10 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
         end = _error_end(f)
         if end is None:
             end = _value_report_end(f)
-        if end is None and f.family == UNKNOWN and not f.facts.get("over_time_rule"):
-            end = max(f.line, f.end_line)  # an error a log record reports (a request a server refused), no family's
+        if end is None and (f.family == UNKNOWN or f.family in _CAUGHT_AND_PRINTED) and not f.facts.get("over_time_rule"):
+            # an error a log record reports with no exception line (a request a server refused; a module a trainer
+            # could not import, caught and printed before its epochs went on)
+            end = max(f.line, f.end_line)
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:
