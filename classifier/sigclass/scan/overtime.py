@@ -55,6 +55,9 @@ def join_open(registry: dict, family: str, worker: str | None, lines: list[int],
     if entry is None or quiet_spell(entry[1], iso):
         return None
     f = entry[0]
+    near = entry[2] if len(entry) > 2 else None
+    if near is not None and lines and min(lines) - max(f.end_line, *f.lines) > near:
+        return None  # a record's finding: evidence far below it is another occurrence of the fault, not this one
     have = set(f.lines)
     new = sorted({no for no in lines if no not in have})
     if new:
@@ -65,9 +68,10 @@ def join_open(registry: dict, family: str, worker: str | None, lines: list[int],
     return f
 
 
-def register(registry: dict, f: Finding, iso: str | None) -> None:
-    """Record a counted or over-time finding as its family's open finding on its worker."""
-    registry[(f.family, f.worker)] = [f, iso]
+def register(registry: dict, f: Finding, iso: str | None, near: int | None = None) -> None:
+    """Record a counted or over-time finding as its family's open finding on its worker; with `near`, a log
+    record's finding, which takes only evidence at most that many lines below its own last line."""
+    registry[(f.family, f.worker)] = [f, iso] if near is None else [f, iso, near]
 
 
 def touch(registry: dict, f: Finding, iso: str | None) -> None:

@@ -54,6 +54,7 @@ def _under_child_failed(blk: "OpenBlock") -> bool:
     return any("ChildFailedError" in x.body for _, x in blk.lines[-80:])
 
 
+RECORD_JOIN_LINES = 50  # a record's finding takes more evidence of its fault only this close below its last line
 SLURMSTEPD = "slurmstepd: "  # Slurm's step daemon, speaking for the step rather than for a task
 STATE_DICT_ROW = "size mismatch for "  # load_state_dict's list of parameters, a line each: one failure however long
 
@@ -524,13 +525,14 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if res is not None:
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
-            if not blk.shaped and self._joins(sig.id, worker, fingerprint([sig.id, *key_lines]), end_line, blk.time):
+            joinable = not blk.shaped and bool(sig.over_time)  # a condition over time (a NaN loss), not an event
+            if joinable and self._joins(sig.id, worker, fingerprint([sig.id, *key_lines]), end_line, blk.time):
                 return  # a record of a fault the family has open on this worker (a NaN loss each step): one finding
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
             f.timed = timed
             self._emit(f)
-            if not blk.shaped:  # an over-time rule, counted evidence or the next record of it joins this finding
-                register(self.family_open, f, blk.time)
+            if joinable:  # an over-time rule, counted evidence or the next record of it near it joins this finding
+                register(self.family_open, f, blk.time, near=RECORD_JOIN_LINES)
             return
         if self.sc.learned is not None and (blk.shaped or self.sc.signatures == SignatureMode.LEARNED):
             guess = self._ask_learned(bodies, worker)
