@@ -601,3 +601,19 @@ def test_slurmstepd_s_word_under_a_task_s_label_is_the_step_s_and_srun_names_the
     (step,) = [f for f in res.findings if "slurmstepd" in f.evidence[0]]
     assert step.worker is None  # not task 0's: the daemon's, for the whole step
     assert (res.verdict.cause.family, res.verdict.cause.worker) == ("host-oom-killed", "2")
+
+
+# icefall's (k2's) log header names the rank and the world size (`[train.py:1057] (2/4) `)
+ICEFALL_TWO_RANKS = """\
+2024-01-14 01:03:00,826 WARNING [train.py:1057] (2/4) Grad scale is small: 1.2924697071141057e-26
+2024-01-14 01:03:00,826 INFO [checkpoint.py:75] (2/4) Saving checkpoint to zipformer/exp/bad-model-2.pt
+2024-01-14 01:03:01,769 WARNING [train.py:1057] (0/4) Grad scale is small: 1.2924697071141057e-26
+"""
+
+
+def test_a_rank_named_in_icefall_s_record_header_is_the_failure_s_worker():
+    res = sigclass.classify(ICEFALL_TWO_RANKS)
+    assert res.findings[0].worker == "2"
+    assert (res.verdict.cause.family, res.verdict.cause.worker) == ("nan-loss", "2")
+    # an enumeration in a message is no rank: `(1/3) Downloading` names no worker
+    assert sigclass.classify("(1/3) Downloading shards\nRuntimeError: CUDA out of memory.\n").findings[0].worker is None

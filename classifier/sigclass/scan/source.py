@@ -29,7 +29,7 @@ from sigclass.scan.triggers import (
 )
 from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
-from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_text
+from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_header, worker_in_text
 from sigclass.vocab import MarkerKind, Method, Role, SignatureMode, Status, UNKNOWN
 from sigclass.text.prefixes import Stream
 
@@ -477,7 +477,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         self.resolve_facts()
         bodies = [ln.body for _, ln in blk.lines]
         # no prefix named the worker: the failure's own text may (`[PG 1 Rank 1]`, `local_rank: 3`, srun's task)
-        worker = blk.worker if blk.worker is not None else worker_in_text(bodies)
+        worker = blk.worker if blk.worker is not None else (worker_in_text(bodies) or worker_in_header(texts[:3]))
         if blk.worker is not None and stream is not None and stream.kind == "tee" and bodies[0].startswith(SLURMSTEPD):
             # slurmstepd's own word (`slurmstepd: error: Detected 1 oom_kill event in StepId=...`) under the tag
             # `srun --label` gave the stream it came through: the step's, no task's (srun's line names the task)

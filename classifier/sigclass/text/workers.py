@@ -158,6 +158,21 @@ def worker_in_text(lines: list[str]) -> str | None:
     return None
 
 
+# a rank a log record's header names, read where the message's own lines name none: icefall's (k2's) format
+# `%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] ({rank}/{world_size}) %(message)s`
+# (`2024-01-14 01:03:00,826 WARNING [train.py:1057] (2/4) Grad scale is small: ...`)
+_IN_HEADER = lazy(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ \[[\w.-]+\.py:\d+\] \((?P<w>\d+)/(?P<n>\d+)\) ")
+
+
+def worker_in_header(lines: list[str]) -> str | None:
+    """The rank the first record header that names one gives (the lines as printed, headers on)."""
+    for ln in lines:
+        m = _IN_HEADER.match(ln)
+        if m and int(m["w"]) < int(m["n"]):
+            return number_id(m["w"])
+    return None
+
+
 def worker_of_stream(stream: Stream | None) -> str | None:
     """The worker a line prefix's stream names when the line itself names none (a vLLM or Ray helper
     process `(EngineCore_DP0 pid=5)`, `(WorkerDict pid=7)`): its id, a rank inside it first."""
