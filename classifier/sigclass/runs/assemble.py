@@ -70,12 +70,12 @@ def _pieces_of(sc: SourceScan) -> tuple[list[_Piece], list[Finding]]:
     origin_of: dict[str | None, str] = {}
     for m in sc.markers:
         w, origin = _event_worker(m.stream, m.worker, ident, file_worker)
-        w = sc.aliases.get(w, w) if w is not None else w
+        w = sc.aliases.get(w, w)
         events.setdefault(w, []).append((m.line, 0 if m.kind == "start" else 2, m))
         origin_of.setdefault(w, origin)
     for f in sc.findings:
         w, origin = _event_worker(f.stream, f.worker, ident, file_worker)
-        w = sc.aliases.get(w, w) if w is not None else w  # a Ray actor's pid-only lines: the rank it runs
+        w = sc.aliases.get(w, w)  # a Ray actor's pid-only lines: the rank it runs
         events.setdefault(w, []).append((f.line, 1, f))
         origin_of.setdefault(w, origin)
 

@@ -526,7 +526,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
             joinable = not blk.shaped and bool(sig.over_time)  # a condition over time (a NaN loss), not an event
-            if joinable and self._joins(sig.id, worker, fingerprint([sig.id, *key_lines]), end_line, blk.time):
+            if joinable and self._joins(sig.id, worker, key_lines, end_line, blk.time):
                 return  # a record of a fault the family has open on this worker (a NaN loss each step): one finding
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
             f.timed = timed
@@ -585,15 +585,16 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             family_role=sig.role, unit=unit, stream=stream, block=bodies, facts=facts,
         )
 
-    def _joins(self, family: str, worker: str | None, fp: str, line: int, t: str | None) -> bool:
-        """Whether a record's failure joins the family's finding open on the worker: the same record again (its
-        fingerprint), or one an over-time rule has seen go on (a NaN train loss, then a NaN validation loss), with
-        no quiet spell since its last evidence and no other failure of the worker since it (a Ctrl-C's traceback
-        between two of a launcher's kill records makes the second a failure of its own)."""
+    def _joins(self, family: str, worker: str | None, key_lines: list[str], line: int, t: str | None) -> bool:
+        """Whether a record's failure joins the family's finding open on the worker: the same record again (the
+        fingerprint of its key lines, made only when the cheaper tests leave it to decide), or one an over-time rule
+        has seen go on (a NaN train loss, then a NaN validation loss), with no quiet spell since its last evidence
+        and no other failure of the worker since it (a Ctrl-C's traceback between two of a launcher's kill records
+        makes the second a failure of its own)."""
         entry = self.family_open.get((family, worker))
         if entry is None or self.last_emitted.get(worker) is not entry[0]:
             return False
-        if entry[0].fingerprint != fp and not entry[0].facts.get("over_time_rule"):
+        if not entry[0].facts.get("over_time_rule") and entry[0].fingerprint != fingerprint([family, *key_lines]):
             return False  # another record of the family (the launcher's word of the signal after its kill lines)
         return join_open(self.family_open, family, worker, [line], t) is not None
 
