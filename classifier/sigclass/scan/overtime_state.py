@@ -62,7 +62,9 @@ class OverTimeState(StallRules):
 
     def hit(self, pids: set[int], ln: Line, lineno: int, iso: Callable[[], str | None], where: Where) -> None:
         seen = None
-        for pid in pids:
+        # in the ledger's order (a set's order shifts as patterns are added): where two rules of a family fire on one
+        # line, the one its file states first (the specific one above the general) is the one the finding names
+        for pid in sorted(pids) if len(pids) > 1 else pids:
             entries = self.ot.by_pid.get(pid)
             if not entries:
                 continue
