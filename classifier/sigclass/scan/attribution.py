@@ -97,6 +97,10 @@ _VICTIM_WORDS = lazy(r"Watchdog caught collective operation timeout|watchdog thr
 _NCCL_OWN = lazy(r"internal error|ncclInternalError|invalid usage|ncclInvalidUsage|invalid argument|ncclInvalidArgument"
                  r"|NCCL WARN Error : ")
 _NCCL_PEER = lazy(r"(?i)remote|peer|network|connection|socket|timed? ?out|abort")
+# NCCLCHECK's trace of a call that returned an error (`host:pid:tid [dev] NCCL INFO misc/socket.cc:64 -> 3`), with no
+# WARN naming the call: below a watchdog's timeout it is the communicator being aborted (its sockets closing), a
+# consequence of the timeout rather than an NCCL failure of its own
+_NCCL_TRACE_ONLY = lazy(r"NCCL INFO [\w/.]+\.(?:cc|cu|cpp|h):\d+ -> \d+ *$")
 # a launcher's word that a child failed without saying why (exit status 1): a report, not a cause
 # an error's own line: without one (a traceback cut short) a failure with no family says little; an error it names
 # (an exception, a C++ what(), a segfault, a failed assertion), or an abort
@@ -142,6 +146,27 @@ class _Cand:
     def key(self) -> tuple:
         return (-self.tier, self.symptom, self.began is None, self.began or "", self.ordinal, self.helper, self.first,
                 _worker_key(self.worker), self.family, self.fingerprint)
+
+
+# Ray's ActorDiedError names the dead actor in its details, a tab-indented field a line (`\tclass_name: ...WorkerDict`,
+# `\tactor_id: ...`, `\tpid: 2370037`), below the relay of the task that called it (`RayTaskError(ActorDiedError):
+# ray::main_task() (pid=2368471, ...)`)
+_ACTOR_PID = lazy(r"^\tpid: (\d+)\s*$")
+
+
+def _dead_actor_pid(block: Sequence[str]) -> str | None:
+    """The pid of the actor whose death a Ray ActorDiedError reports, from its details."""
+    seen = False
+    for b in block:
+        seen = seen or "ActorDiedError" in b or "RayActorError" in b
+        if seen and (m := _ACTOR_PID.match(b)):
+            return m.group(1)
+    return None
+
+
+def _trace_only(f: Finding, block: Sequence[str]) -> bool:
+    """Whether an NCCL failure shows only NCCLCHECK's trace lines (no WARN naming the call that failed)."""
+    return bool(f.evidence) and all(map(_NCCL_TRACE_ONLY.search, f.evidence)) and not any("NCCL WARN" in b for b in block)
 
 
 def _before(c: _Cand, stop: _Cand) -> bool:
@@ -273,6 +298,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
     torn_down = {e.text for e in exits if e.line in teardown}
     failed_at = min((e.line for e in exits if _IN_TIME_ORDER.search(e.text) and e.code not in _NOT_FAILED), default=None)
     dead = _dead_workers(findings)
+    watchdog_at = min((f.line for f in findings if f.family == "nccl-watchdog-timeout"), default=None)
     for f in findings:
         if f.status == Status.RECOVERED:
             continue  # progress went on after it (scan/verdict.py): not what stopped the run
@@ -284,6 +310,11 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
         found = [m for m in map(RELAYED_FROM.search, block) if m]
         relays = [m["w"] for m in found if not m["a"].startswith(RELAYERS)]
         relayed = relays[-1] if relays else None
+        if f.family == "ray-actor-died" and (relayed is not None or (f.worker is None and f.stream is None)) \
+                and (died := _dead_actor_pid(block)):
+            # a driver printed the relay of the task that called the actor (or no prefix names who printed it): the
+            # actor whose death the error reports is where it began (a worker that raised it in its own lines keeps it)
+            relayed = died
         relayer = relayed is None and bool(found)
         if relayer:
             # relayed by a trial actor only: the worker it came from is the one Ray reported dead, if one was
@@ -324,7 +355,8 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
                 tier = TIER_REPORT
             else:
                 tier = TIER_UNSEEN
-        elif f.family == "nccl-error" and _VICTIM_WORDS.search(text):
+        elif f.family == "nccl-error" and (_VICTIM_WORDS.search(text) or (
+                watchdog_at is not None and watchdog_at < f.line and _trace_only(f, block))):
             tier = TIER_SECONDARY
         elif f.method == Method.LEARNED and not any(_ERROR_LINE.search(x) for x in block):
             tier = TIER_UNSEEN  # the model's guess at a traceback cut short before its error line: a weak sign
