@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from conftest import REPO
+
 LIGHTNING_SKIPPED = (
     "Epoch 0:   1%|          | 10/1000 [00:01<01:39,  9.98it/s, v_num=0, train_loss_step=nan]\n"
     "Epoch 0:   2%|▏         | 20/1000 [00:02<01:38,  9.98it/s, v_num=0, train_loss_step=2.310]\n"
@@ -234,3 +236,37 @@ def test_an_error_a_trainer_printed_and_went_on_past_is_recovered(scanner):
     # the same line as the run's last word stays its failure
     last = NNUNET_OPTIONAL_IMPORT.split("2024-07-09 13:31:30.162810")[0]
     assert _statuses(scanner, last) == [("import-error", "active")]
+
+
+# corpus/real: vLLM issue 322, a driver whose Ray log-printer thread died (`Exception in thread ray_print_logs:`, an
+# empty ImportError in restore_tqdm) before a worker was killed for the node's low memory
+RAY_PRINTER_THREAD_THEN_HOST_OOM = "corpus/real/host-oom-killed/vllm-322-ray-tp-worker-init-outofmemoryerror-node-low-memory.log"
+
+
+def test_a_thread_the_process_outlived_is_recovered(scanner):
+    res = scanner.scan(str(REPO / RAY_PRINTER_THREAD_THEN_HOST_OOM))
+    thread = [f for f in res.findings if f.facts.get("thread") == "ray_print_logs"]
+    assert [(f.family, str(f.status)) for f in thread] == [("import-error", "recovered")]
+    assert res.verdict.cause.family == "host-oom-killed"
+
+
+THREAD_TRACEBACK = (
+    "Exception in thread Thread-3 (_pin_memory_loop):\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner\n'
+    "    self.run()\n"
+    "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+)
+
+
+def test_a_thread_death_stays_a_failure_unless_a_root_fault_follows(scanner):
+    # alone, or followed by the main thread's own error no family names (what the thread's death may have caused)
+    later_unknown = THREAD_TRACEBACK + "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" \
+        "    batch = next(it)\nValueError: the data loader stopped without a batch\n"
+    for text in (THREAD_TRACEBACK, later_unknown):
+        first = scanner.scan_text(text).findings[0]
+        assert (first.family, str(first.status), first.facts.get("thread")) == \
+            ("cuda-illegal-memory-access", "active", "Thread-3 (_pin_memory_loop)")
+    # the JVM's form quotes the thread's name: no Python thread
+    jvm = 'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n'
+    assert all(not f.facts.get("thread") for f in scanner.scan_text(jvm).findings)

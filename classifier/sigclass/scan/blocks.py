@@ -47,6 +47,7 @@ class OpenBlock:
     shaped: bool = False  # it looks like a failure by its shape alone
     own_time: bool = True  # its first line carries a timestamp of its own
     ignored: bool = False  # printed under CPython's word that it was ignored (`Exception ignored in: ...`)
+    thread: str | None = None  # printed under threading's word that a thread (not the main one) died of it
     warned: bool = False  # printed under a warning that the program goes on without something (a caught import)
     single: bool = False  # its first line is the whole failure (a check macro's line, then the process exits)
 

@@ -22,7 +22,7 @@ from sigclass.scan.shapes import (
 )
 from sigclass.scan.verdict import recurrence, settle, TREE_KILL
 from sigclass.scan.triggers import (
-    BLOCK_STARTERS, CHAIN, CONDA_NOT_INIT, CPP_CONT, EXC_LINE, FALLBACK_WARNING, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
+    BLOCK_STARTERS, CHAIN, CONDA_NOT_INIT, CPP_CONT, EXC_LINE, FALLBACK_WARNING, THREAD_DIED, G_ABORT, G_CPP, G_EXC, G_FATAL, G_MARK, G_REPORT,
     G_SHAPE, GAP_AFTER_EXC, GAP_LINES, LIVE_QUIET, caught_import, logged_as_warning,
     IGNORED, IPYTHON_FRAME, IPYTHON_HEAD, MAX_BLOCK_LINES, MAX_MSG_LINES, NEW_RECORD, PADDLE_REPORT, PAYLOAD,
     SHELL_STOP, TERMINATE, tracker_noise,
@@ -332,25 +332,28 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 blk.start = blk.lines[0][0]
                 blk.shaped = blk.shaped or G_EXC in pids
             else:
-                blk.ignored, blk.warned = self._ignored_above(buf, ls, ln)
+                blk.ignored, blk.warned, blk.thread = self._ignored_above(buf, ls, ln)
         else:
-            blk.ignored, blk.warned = self._ignored_above(buf, ls, ln)
+            blk.ignored, blk.warned, blk.thread = self._ignored_above(buf, ls, ln)
         blk.lines.append((lineno, ln))
         blk.line_pids.append(pids)
         self.open[ln.stream] = blk
 
-    def _ignored_above(self, buf: bytes, ls: int, ln: Line) -> tuple[bool, bool]:
+    def _ignored_above(self, buf: bytes, ls: int, ln: Line) -> tuple[bool, bool, str | None]:
         """Whether the line above a failure's first line, of the same stream, is CPython's word that the
-        exception was ignored (triggers.IGNORED), and whether it is a warning that the program goes on without
-        something (triggers.FALLBACK_WARNING: a logger's warning with the caught exception's traceback below)."""
+        exception was ignored (triggers.IGNORED), whether it is a warning that the program goes on without
+        something (triggers.FALLBACK_WARNING: a logger's warning with the caught exception's traceback below), and
+        the name of the thread it says died of it (triggers.THREAD_DIED), if it says so."""
         if ls - 1 <= self._lo:
-            return False, False
+            return False, False, None
         start = max(buf.rfind(b"\n", self._lo, ls - 1) + 1, self._lo)
         prev = self._split.get(start) or split_line(buf[start:ls - 1].decode("utf-8", "replace"))
         if prev.stream != ln.stream:
-            return False, False
+            return False, False, None
         body = prev.body.lstrip()
-        return IGNORED.match(body) is not None, "WARN" in body and FALLBACK_WARNING.search(body) is not None
+        died = THREAD_DIED.match(body) if body.startswith("Exception in thread ") else None
+        return (IGNORED.match(body) is not None, "WARN" in body and FALLBACK_WARNING.search(body) is not None,
+                died["name"][:80] if died else None)
 
     def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
         out: list[tuple[int, Line, set[int] | None]] = []
@@ -530,7 +533,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                 return  # a record of a fault the family has open on this worker (a NaN loss each step): one finding
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
             f.timed = timed
-            self._emit(f)
+            self._emit(self._in_thread(f, blk))
             if joinable:  # an over-time rule, counted evidence or the next record of it near it joins this finding
                 register(self.family_open, f, blk.time, near=RECORD_JOIN_LINES)
             return
@@ -545,7 +548,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
                     f = self._make(sig, ev, prob, Method.LEARNED, blk.start, end_line, blk.time, worker, stream, unit, bodies,
                                    [strip_ts(e) for e in ev[:1]])
                     f.timed = timed
-                    self._emit(f)
+                    self._emit(self._in_thread(f, blk))
                     return
         if not blk.shaped:
             return
@@ -558,7 +561,15 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             time=blk.time, worker=worker, evidence=ev, fingerprint=fingerprint([UNKNOWN, *ev[-2:]]),
             mitigation="", family_role=Role.ROOT, unit=unit, stream=stream, block=bodies, timed=timed,
         )
-        self._emit(f)
+        self._emit(self._in_thread(f, blk))
+
+    @staticmethod
+    def _in_thread(f: Finding, blk: OpenBlock) -> Finding:
+        """A failure printed under threading's word that a thread died of it carries that thread's name (a fact):
+        the process may go on without the thread (scan/verdict.py)."""
+        if blk.thread is not None:
+            f.facts = {**f.facts, "thread": blk.thread}
+        return f
 
     def _ask_learned(self, bodies: list[str], worker: str | None) -> tuple[str, float] | None:
         """The learned callback's guess; one that wants facts also gets the source's facts for the worker."""

@@ -86,6 +86,9 @@ SHELL_STOP = lazy(r"(?:\x1b?\[[0-9;]*m)*(?:(?:Killed|Terminated)(?:\x1b?\[[0-9;]
 # not changed): `Exception ignored in: <function X.__del__ at 0x7f...>` (3.13: `Exception ignored while calling
 # deallocator ...`, `Exception ignored in atexit callback ...`), `Error in atexit._run_exitfuncs:` (before 3.13)
 IGNORED = lazy(r"(?:Exception ignored (?:in|while|on)\b|Error in atexit\._run_exitfuncs:)")
+# threading's excepthook above the traceback of a thread that died (`Exception in thread Thread-3 (worker):`,
+# `Exception in thread ray_print_logs:`): the thread ended, not the process (the JVM's form quotes the name)
+THREAD_DIED = lazy(r"^Exception in thread (?P<name>[^\s\"][^\"]*):\s*$")
 
 # a traceback of multiprocessing's resource tracker, the helper process that unlinks shared memory and semaphores at
 # exit (`File ".../multiprocessing/resource_tracker.py", line 209, in main` / `cache[rtype].remove(name)` /

@@ -131,6 +131,23 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
     if recovered_after is not None:
         _got_past(findings, recovered_after)
     _outlived(findings)
+    _thread_outlived(findings)
+
+
+def _thread_outlived(findings: list[Finding]) -> None:
+    """A thread's death (threading's `Exception in thread NAME:` above its traceback) below which the same
+    stream goes on to a failure of a root family is `recovered`: the process outlived the thread (Ray's log
+    printer dying in restore_tqdm, then the driver's real error), and that later failure is what ended it."""
+    for f in findings:
+        if not f.facts.get("thread") or f.role == Role.SECONDARY or f.status == Status.RECOVERED:
+            continue
+        end = max(f.line, f.end_line)
+        # a later failure of a root family (not a stop's report, nor an error no family explains: the main thread's
+        # own error may be what the thread's death caused)
+        if any(g is not f and g.line > end and g.stream == f.stream and g.role != Role.SECONDARY
+               and g.family_role == Role.ROOT and g.family != UNKNOWN and g.status != Status.RECOVERED
+               and not g.facts.get("thread") for g in findings):
+            f.status = Status.RECOVERED
 
 
 # a launcher that SIGKILLs its own process tree, itself included, once a child failed, so that the shell then prints
