@@ -270,3 +270,15 @@ def test_a_thread_death_stays_a_failure_unless_a_root_fault_follows(scanner):
     # the JVM's form quotes the thread's name: no Python thread
     jvm = 'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n'
     assert all(not f.facts.get("thread") for f in scanner.scan_text(jvm).findings)
+
+
+def test_plain_epoch_lines_after_a_caught_error_make_it_recovered(scanner):
+    # corpus/real/clean/trainer-jax-mnist-...: JAX's CUDA plugin fails to initialise, the run falls back to CPU and
+    # trains (`Epoch 1/5 - Loss: 0.5693, Acc: 0.8465, Time: 0.75s`)
+    err = ("Traceback (most recent call last):\n"
+           '  File "/opt/jax/jax/_src/xla_bridge.py", line 485, in discover_pjrt_plugins\n'
+           "    plugin_module.initialize()\n"
+           "RuntimeError: jaxlib/cuda/versions_helpers.cc:113: operation cuInit(0) failed: Unknown CUDA error 303\n")
+    epochs = "".join(f"Epoch {i}/5 - Loss: 0.{9 - i}693, Acc: 0.8465, Time: 0.75s\n" for i in range(1, 4))
+    assert [str(f.status) for f in scanner.scan_text(err + epochs).findings] == ["recovered"]
+    assert [str(f.status) for f in scanner.scan_text(err).findings] != ["recovered"]
