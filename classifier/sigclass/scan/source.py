@@ -528,7 +528,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
         if res is not None:
             sig, ev, conf = res
             key_lines = [strip_ts(e) for e in ev[-1:]]
-            joinable = not blk.shaped and bool(sig.over_time)  # a condition over time (a NaN loss), not an event
+            # a condition over time (a NaN loss), not an event (a recovery rule only says when a warning was got past)
+            joinable = not blk.shaped and any(r.kind != "recovery" for r in sig.over_time)
             if joinable and self._joins(sig.id, worker, key_lines, end_line, blk.time):
                 return  # a record of a fault the family has open on this worker (a NaN loss each step): one finding
             f = self._make(sig, ev[:5], conf, Method.REGEX, blk.start, end_line, blk.time, worker, stream, unit, bodies, key_lines)
