@@ -297,3 +297,26 @@ def test_a_nan_loss_record_again_soon_is_one_finding_and_far_apart_two(shipped):
 
     assert nan_lines(3) == [[1, 5]]
     assert nan_lines(80) == [[1], [82]]
+
+
+# torch's `Error(s) in loading state_dict` list pasted without its RuntimeError line (corpus/real: DeepSpeed 5570,
+# EasyOCR 879), against mmcv's loader logging the same words flush left as a warning while the run goes on
+TORCH_STATE_DICT_LIST = (
+    "[rank1]:\tsize mismatch for model.layers.21.mlp.up_proj.weight: copying a param with shape torch.Size([2816, 1024])"
+    " from checkpoint, the shape in current model is torch.Size([11008, 4096]).\n"
+    "[rank1]:\tsize mismatch for model.layers.21.mlp.down_proj.weight: copying a param with shape torch.Size([1024, 2816])"
+    " from checkpoint, the shape in current model is torch.Size([4096, 11008]).\n"
+)
+MMCV_LOADER_WARNING = (
+    "2021-03-01 10:00:00,123 - mmdet - WARNING - The model and loaded state dict do not match exactly\n\n"
+    "size mismatch for bbox_head.fc_cls.weight: copying a param with shape torch.Size([81, 1024]) from checkpoint, the"
+    " shape in current model is torch.Size([21, 1024]).\n"
+    "2021-03-01 10:00:05,123 - mmdet - INFO - Epoch [1][50/1000]\tlr: 2.000e-02, loss: 1.2034\n"
+)
+
+
+def test_a_state_dict_list_without_its_error_line_is_one_failure(shipped):
+    res = shipped.scan_text(TORCH_STATE_DICT_LIST)
+    assert [(f.family, f.worker) for f in res.findings] == [("unknown", "1")]
+    assert res.findings[0].evidence[0].startswith("size mismatch for model.layers.21.mlp.up_proj.weight")
+    assert shipped.scan_text(MMCV_LOADER_WARNING).findings == []

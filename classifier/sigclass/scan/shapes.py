@@ -261,6 +261,16 @@ FAULTS: tuple[Shape, ...] = (
        ("I0612 08:53:36.491003 140171 gpu_helpers.cc:21] Using BFC allocator.",
         "W0612 08:53:36.491003 140171 cuda_executor.cc:1040] could not open file",
         "2021-05-01 10:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:142] This TensorFlow binary")),
+    # torch's load_state_dict error, its message lines without the `RuntimeError: Error(s) in loading state_dict for
+    # X:` line above them (a paste that kept the list): torch joins them with a newline and a tab
+    # (`\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, the shape in
+    # current model is torch.Size([2, 512]).`); mmcv's and mmengine's loaders log the same words unindented as a
+    # warning (strict=False, the run goes on), so only an indented line starts a failure (starts_fault)
+    _s("torch-state-dict-mismatch", r"size mismatch for ",
+       r"^size mismatch for [\w.]+: copying a param with shape torch\.Size\(",
+       ("\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, the shape in "
+        "current model is torch.Size([2, 512]).",),
+       ("INFO: no size mismatch for fc.weight: copying a param with shape torch.Size([2]) was found",)),
     # glibc's assert(): `prog: src/x.c:42: int main(): Assertion `n > 0' failed.` (then SIGABRT)
     _s("c-assert", r"' failed\.", r"^[^\s:]+: [^\s:]+:\d+: [^:]*: Assertion `.*' failed\.",
        ("python3: src/nccl_ops.cpp:120: void launch(int): Assertion `n > 0' failed.",
@@ -503,6 +513,7 @@ _NEEDLES = {
     "mpi-errors-fatal": ("*** An error occurred in ",),
     "orte-fatal": ("RTE",),
     "glog-fatal": ("cc:", "cpp:"),
+    "torch-state-dict-mismatch": ("size mismatch for ",),
     "c-assert": ("' failed.",),
     "hydra-hint": ("HYDRA_FULL_ERROR=1",),
     "hydra-job": ("Error executing job with overrides: ",),
@@ -547,15 +558,22 @@ def _confirm(shapes: tuple[Shape, ...], ln: Line) -> tuple[Shape, re.Match[str]]
     return None
 
 
-def fault_line(text: str) -> bool:
-    """Whether a line of a block is a fault shape's (a panic, a fatal check, a relayed task error, ...)."""
+# shapes whose lines are an exception's message (torch's list under `Error(s) in loading state_dict`): evidence only
+# when the block has no exception line of its own
+_MESSAGE_ONLY = frozenset({"torch-state-dict-mismatch"})
+
+
+def fault_line(text: str, *, messages: bool = True) -> bool:
+    """Whether a line of a block is a fault shape's (a panic, a fatal check, a relayed task error, ...);
+    `messages=False` leaves out the shapes of an exception's message lines."""
     t = text.strip()
-    return any(s.confirm.search(t) for s in FAULTS if any(n in t for n in s.needles))
+    return any(s.confirm.search(t) for s in FAULTS
+               if (messages or s.name not in _MESSAGE_ONLY) and any(n in t for n in s.needles))
 
 
 def fault_lines(texts: list[str], ev: list[str]) -> list[str]:
     """A fault block's evidence: the lines a fault shape confirms (without the prefix), then its exception lines."""
-    own = [t.strip()[:500] for t in texts if fault_line(t)][:2]
+    own = [t.strip()[:500] for t in texts if fault_line(t, messages=not ev)][:2]
     return own + [e for e in ev if e not in own][: 4 - len(own)]
 
 
@@ -578,6 +596,8 @@ def starts_fault(ln: Line) -> bool:
     name = hit[0].name
     if name == "cli-error":
         return not ln.header  # the tool's own line, not a log record's message
+    if name == "torch-state-dict-mismatch":
+        return ln.body[:1].isspace()  # torch's raised list (indented), not a loader's warning (flush left)
     return not (name in ("error-log-exception", "error-log-failed-start") and _announces_retry(ln.content))
 
 
