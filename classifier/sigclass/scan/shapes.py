@@ -261,6 +261,17 @@ FAULTS: tuple[Shape, ...] = (
        ("I0612 08:53:36.491003 140171 gpu_helpers.cc:21] Using BFC allocator.",
         "W0612 08:53:36.491003 140171 cuda_executor.cc:1040] could not open file",
         "2021-05-01 10:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:142] This TensorFlow binary")),
+    # torch's ProcessGroupNCCL watchdog dying of the error it caught, logged before it rethrows (std::terminate, then
+    # abort): `[E ProcessGroupNCCL.cpp:916] [Rank 7] NCCL watchdog thread terminated with exception: CUDA error:
+    # unknown error`, newer releases `[PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated
+    # with exception: ...`; what it caught names the family where the ledger knows it (a collective timeout, an
+    # illegal memory access)
+    _s("nccl-watchdog-died", r"watchdog thread terminated with exception: ",
+       r"(?:NCCL|Process group) watchdog thread terminated with exception: ",
+       ("[E ProcessGroupNCCL.cpp:916] [Rank 7] NCCL watchdog thread terminated with exception: CUDA error: unknown error",
+        "[rank3]:[E1010 10:00:00.123456 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group "
+        "watchdog thread terminated with exception: CUDA error: unspecified launch failure"),
+       ("INFO: the NCCL watchdog thread terminated normally", "docs: when the watchdog thread terminated with exception")),
     # torch's load_state_dict error, its message lines without the `RuntimeError: Error(s) in loading state_dict for
     # X:` line above them (a paste that kept the list): torch joins them with a newline and a tab
     # (`\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, the shape in
@@ -513,6 +524,7 @@ _NEEDLES = {
     "mpi-errors-fatal": ("*** An error occurred in ",),
     "orte-fatal": ("RTE",),
     "glog-fatal": ("cc:", "cpp:"),
+    "nccl-watchdog-died": ("watchdog thread terminated with exception: ",),
     "torch-state-dict-mismatch": ("size mismatch for ",),
     "c-assert": ("' failed.",),
     "hydra-hint": ("HYDRA_FULL_ERROR=1",),
