@@ -358,9 +358,11 @@ FAULTS: tuple[Shape, ...] = (
     # llama.cpp's and ggml's own words when a model cannot be loaded or an assertion fails
     # (`llama_model_load: error loading model: ...`, `srv    load_model: failed to load model`,
     # `ggml/src/ggml.c:1560: GGML_ASSERT(x) failed`)
-    _s("llamacpp-error", r": error loading model: |: failed to load model|GGML_ASSERT\(",
-       r"^(?:[a-z]\w* +)?(?!warn|info|debug|note)[a-z]\w*: (?:error loading model: |failed to load model)|GGML_ASSERT\(.*\) failed",
+    _s("llamacpp-error", r": error loading model: |: failed to load model|GGML_ASSERT\(|: exiting due to model loading error",
+       r"^(?:[a-z]\w* +)?(?!warn|info|debug|note)[a-z]\w*: (?:error loading model: |failed to load model"
+       r"|exiting due to model loading error)|GGML_ASSERT\(.*\) failed",
        ("llama_model_load: error loading model: llama_model_loader: failed to load model",
+        "main: exiting due to model loading error",
         "srv    load_model: failed to load model",
         "/app/ggml/src/ggml-cuda/ggml-cuda.cu:1500: GGML_ASSERT(ggml_nbytes(src0) <= INT_MAX) failed"),
        ("INFO: retry after: failed to load model earlier", "see GGML_ASSERT( docs",
@@ -515,7 +517,7 @@ _NEEDLES = {
     "served-error-body": ('"error"',),
     "ci-exit": ("Process completed with exit code ", "ERROR: Job failed: exit code "),
     "cli-error": ("Error: ",),
-    "llamacpp-error": (": error loading model: ", ": failed to load model", "GGML_ASSERT("),
+    "llamacpp-error": (": error loading model: ", ": failed to load model", "GGML_ASSERT(", ": exiting due to model loading error"),
     "llamacpp-send-error": ("send_error: task ",),
     "triton-unavailable": ("| UNAVAILABLE: ", "[TensorRT-LLM][ERROR] Assertion failed: "),
     "ort-error": ("[ONNXRuntimeError] : ",),
