@@ -508,6 +508,27 @@ def test_an_actor_died_relay_names_the_dead_actor_not_the_caller():
     _assert_cause(VERL_DRIVER_RELAYS_ACTOR_DIED, "ray-actor-died", "2370037")
 
 
+# https://github.com/vllm-project/vllm/issues/4108: the Ray worker's interpreter reports its abort first; the NCCL
+# watchdog's error that aborted it (an illegal memory access) is printed just below, in the same second, unprefixed
+RAY_WORKER_ABORT_THEN_ITS_ERROR = """\
+(RayWorkerVllm pid=7046) [2024-04-16 00:03:25,080 E 7046 7269] logging.cc:361:     @     0x7f514b634520  (unknown)  (unknown)
+(RayWorkerVllm pid=7046) Fatal Python error: Aborted
+(RayWorkerVllm pid=7046) 
+(RayWorkerVllm pid=7046) 
+(RayWorkerVllm pid=7046) Extension modules: msgpack._cmsgpack, google._upb._message, psutil._psutil_linux, psutil._psutil_posix, setproctitle, yaml._yaml, charset_normalizer.md, simplejson._speedups, uvloop.loop, ray._raylet, numpy.core._multiarray_umath, numpy.core._multiarray_tests, numpy.linalg._umath_linalg, numpy.fft._pocketfft_internal, numpy.random._common, numpy.random.bit_generator, numpy.random._bounded_integers, numpy.random._mt19937, numpy.random.mtrand, numpy.random._philox, numpy.random._pcg64, numpy.random._sfc64, numpy.random._generator, torch._C, torch._C._fft, torch._C._linalg, torch._C._nested, torch._C._nn, torch._C._sparse, torch._C._special, sentencepiece._sentencepiece, pyarrow.lib, pyarrow._hdfsio, pyarrow._json, PIL._imaging, __triton_launcher, cuda_utils (total: 37)
+[E ProcessGroupNCCL.cpp:916] [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered
+"""
+
+
+def test_an_abort_printed_before_the_error_that_caused_it_is_its_victim():
+    res = sigclass.classify(RAY_WORKER_ABORT_THEN_ITS_ERROR)
+    roots = [f.family for f in res.findings if f.role != "secondary"]
+    assert roots == ["cuda-illegal-memory-access"]  # the first finding presented as a cause
+    (abort,) = [f for f in res.findings if f.role == "secondary"]
+    assert abort.family == "unknown" and abort.root["family"] == "cuda-illegal-memory-access"
+    assert res.verdict.cause.family == "cuda-illegal-memory-access"
+
+
 # --------------------------------------------------------------------------- the API and the MCP result carry it
 
 def test_classify_api_carries_the_same_verdict():

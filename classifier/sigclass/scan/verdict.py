@@ -124,6 +124,7 @@ def settle(findings: list[Finding], ledger: Ledger, progress_after: Callable[[st
         return
     _supersedes(findings, ledger)
     _late_roots(findings)
+    _abort_before_its_error(findings)
     _launcher_reports(findings)
     _tree_kills(findings, tree_kills)
     _refused(findings, refused)
@@ -263,6 +264,29 @@ def _late_roots(findings: list[Finding]) -> None:
                     and g.role != Role.SECONDARY and _after(f, g) and _telling(f, g)), None)
         if nxt is not None:
             _victim_of(f, nxt)
+
+
+# a process's word that it aborted and nothing else (`Fatal Python error: Aborted`, the shell's `Aborted (core
+# dumped)`, Open MPI's `Signal: Aborted (6)`, absl's `*** SIGABRT received`)
+_ABORT_ONLY = lazy(r"Fatal Python error: Aborted|^Aborted(?: \(core dumped\))?\s*$|Signal: Aborted \(6\)|SIGABRT")
+ABORT_ERROR_LINES = 10  # how far below an abort the error that caused it may be printed
+
+
+def _abort_before_its_error(findings: list[Finding]) -> None:
+    """An abort no family explains (its lines say only that the process aborted), with a root family's error printed
+    just below it in the same second: the error that aborted the process, printed after the abort's report (another
+    stream, or the C++ error of a thread the interpreter's fault handler beat to the terminal). The abort is its
+    victim."""
+    for i, f in enumerate(findings):
+        if f.family != UNKNOWN or f.role == Role.SECONDARY or f.status == Status.RECOVERED or not f.evidence:
+            continue
+        if not all(_ABORT_ONLY.search(e) for e in f.evidence):
+            continue
+        end = max(f.line, f.end_line)
+        g = next((g for g in findings[i + 1:] if 0 <= g.line - end <= ABORT_ERROR_LINES), None)
+        if (g is not None and g.family_role == Role.ROOT and g.family != UNKNOWN and g.role != Role.SECONDARY
+                and f.time is not None and g.time is not None and f.time[:19] == g.time[:19]):
+            _victim_of(f, g)
 
 
 def _launcher_report(f: Finding) -> bool:
