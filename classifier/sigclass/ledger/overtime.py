@@ -33,7 +33,7 @@ CONDITIONS = ("nan", "inf", "nonfinite", "spike", "fallen", "at_most", "at_least
 _KEYS: dict[str, tuple[set[str], set[str]]] = {
     "metric": ({"pattern", "when", "limit", "factor", "steps", "where"}, {"pattern", "when"}),
     "storm": ({"pattern", "min_count", "window", "when", "limit", "factor", "step", "min_step"}, {"pattern", "min_count"}),
-    "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds"}, {"progress"}),
+    "stall": ({"progress", "alive", "min_count", "ended_by", "gap", "min_seconds", "idle"}, {"progress"}),
     "rate": ({"pattern", "per", "min_count", "ratio", "window"}, {"pattern", "per"}),
     "recovery": ({"pattern"}, {"pattern"}),
 }
@@ -63,6 +63,9 @@ class TimeRule:
     progress: Pattern | None = None  # stall
     alive: Pattern | None = None
     ended_by: Pattern | None = None
+    # stall: a line that says the worker has nothing to do (a server's stats with no request running or waiting): a
+    # silence after it, ended by a kill, is idleness, not a stall (read from the lines above the kill; no trigger)
+    idle: Pattern | None = None
     gap: float = 5.0
     min_seconds: float = 120.0
     note: str = ""
@@ -149,7 +152,7 @@ def parse_over_time(items: Any, sid: str, at: Callable[..., str], errs: Collecto
             errs.add(where, f"a {kind} rule needs {key}")
             bad = True
         fields: dict[str, Any] = {"name": str(item.get("name") or f"{kind}-{i + 1}"), "note": str(item.get("note") or "")}
-        for key in ("pattern", "where", "per", "progress", "alive", "ended_by", "step"):
+        for key in ("pattern", "where", "per", "progress", "alive", "ended_by", "step", "idle"):
             src = item.get(key)
             if src is None:
                 continue

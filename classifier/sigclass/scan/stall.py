@@ -6,7 +6,10 @@ from __future__ import annotations
 from sigclass.ledger.overtime import TimeRule
 from sigclass.scan.overtime import LOOK_BACK_BYTES, RuleState, Seen, seconds, Where
 from sigclass.scan.progress import Entry, lines_back, RING
+from sigclass.text.lines import split_line
 from sigclass.vocab import Method
+
+IDLE_LOOK_BACK = 16384  # bytes above a kill read for the worker's last progress or idle line
 
 
 LIVE_STALL_FACTOR = 5.0  # --stall auto: a worker silent this many times its usual progress interval ...
@@ -59,10 +62,27 @@ class StallRules:
                 self._fire(rule, st, [first, *st.alive[-2:]], seen)
                 st.fired_at = last.lineno
             return
-        # ended_by: an outside kill after a silence far beyond the usual interval
-        if self._silent(rule, prog, seen, year, need_times=True):
+        # ended_by: an outside kill after a silence far beyond the usual interval (not after the worker said it
+        # had nothing left to do: a server idle until its job's time limit)
+        if self._silent(rule, prog, seen, year, need_times=True) and not self._idle_before(rule, seen, where):
             self._fire(rule, st, [first, seen], seen)
             st.fired_at = last.lineno
+
+    @staticmethod
+    def _idle_before(rule: TimeRule, seen: Seen, where: Where) -> bool:
+        """Whether the worker's last line above the kill that is progress or idle (rule.idle) is idle."""
+        if rule.idle is None or rule.progress is None:
+            return False
+        tail = where.buf[max(where.lo, where.ls - IDLE_LOOK_BACK):where.ls].decode("utf-8", "replace")
+        worker = seen.line.worker
+        idle, progress = rule.idle.compiled, rule.progress.compiled
+        for text in reversed(tail.splitlines()):
+            said_idle = idle.search(text) is not None
+            if not said_idle and progress.search(text) is None:
+                continue
+            if split_line(text).worker == worker:
+                return said_idle
+        return False
 
     def _silent(self, rule: TimeRule, prog: list[Entry], seen: Seen, year: int | None, need_times: bool = False) -> bool:
         """Whether the time since the last progress line is `gap` times the usual interval (and at least
