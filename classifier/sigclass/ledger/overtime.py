@@ -108,10 +108,12 @@ class TimeRule:
         d: dict[str, Any] = {"kind": self.kind, "name": self.name}
         for role, p in self.lines():
             d[role] = p.source
-        if self.where is not None:
-            d["where"] = self.where.source
+        for key in ("where", "idle"):  # patterns no prefilter runs (lines() leaves them out)
+            p = getattr(self, key)
+            if p is not None:
+                d[key] = p.source
         for key in _KEYS[self.kind][0]:
-            if key not in d and key != "where":
+            if key not in d and key not in ("where", "idle"):
                 d[key] = getattr(self, key)
         return d
 
