@@ -151,7 +151,7 @@ class _Cand:
 # Ray's ActorDiedError names the dead actor in its details, a tab-indented field a line (`\tclass_name: ...WorkerDict`,
 # `\tactor_id: ...`, `\tpid: 2370037`), below the relay of the task that called it (`RayTaskError(ActorDiedError):
 # ray::main_task() (pid=2368471, ...)`)
-_ACTOR_PID = lazy(r"^\tpid: (\d+)\s*$")
+_ACTOR_PID = lazy(r"^\s*pid: (\d+)\s*$")
 
 
 def _dead_actor_pid(block: Sequence[str]) -> str | None:
