@@ -26,7 +26,6 @@ import os
 from pathlib import Path
 import stat
 import struct
-import tempfile
 from typing import Any
 import warnings
 
@@ -102,6 +101,8 @@ def save(obj: Any, meta: dict[str, Any], path: str | Path) -> str:
     data = dump_bytes(obj, meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # writing only: a scan reads the model and never pays this import (~8 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=".model-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -236,6 +237,8 @@ def trust(path: str | Path, digest: str) -> Path:
         data = {"models": {}}
     data["models"][digest] = {"path": str(Path(path).resolve()), "added": created_stamp()}
     p.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # writing only (see save)
+
     fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=p.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
