@@ -277,7 +277,7 @@ def _is_summary(lines: Iterable[str]) -> bool:
     return any(rx.search(ln) for ln in lines for rx in EXIT_LINES)
 
 
-def _abort_only(said: list[str]) -> bool:
+def abort_only(said: list[str]) -> bool:
     """Whether a failure no family explains shows only that its process aborted: its telling lines (`said`) are the
     abort's report, none an error of its own. It then says less than a victim's own words (a watchdog's timeout)."""
     return all(_ABORT_WORDS.search(x) and not _NAMED_ERROR.search(x) for x in said)
@@ -348,7 +348,7 @@ def decide(source: str, findings: Sequence[Finding], exits: Sequence[Exit] = ())
             if summary or LAUNCHER_REPORT.search(text) or _VICTIM_WORDS.search(text):
                 tier = TIER_SECONDARY
             elif said := [x for x in block if _ERROR_LINE.search(x) or fault_line(x)]:
-                tier = TIER_UNSEEN if _abort_only(said) else TIER_UNKNOWN
+                tier = TIER_UNSEEN if abort_only(said) else TIER_UNKNOWN
             elif f.stream is None and any(TEARDOWN.search(x) for x in block):
                 # a traceback cut short while its launcher was already killing the workers (`Killing subprocess N`
                 # printed among its frames): one of the tracebacks of that teardown, not what started it

@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Iterator
 
 from sigclass.ledger.pack import Ledger
 from sigclass.records import Finding
+from sigclass.scan.attribution import abort_only
 from sigclass.scan.explained import startup_report_only
 from sigclass.scan.overtime import quiet_spell
 from sigclass.scan.shapes import bare_kill, fault_line, is_report, RAY_RELAY, request_error
@@ -266,9 +267,6 @@ def _late_roots(findings: list[Finding]) -> None:
             _victim_of(f, nxt)
 
 
-# a process's word that it aborted and nothing else (`Fatal Python error: Aborted`, the shell's `Aborted (core
-# dumped)`, Open MPI's `Signal: Aborted (6)`, absl's `*** SIGABRT received`)
-_ABORT_ONLY = lazy(r"Fatal Python error: Aborted|^Aborted(?: \(core dumped\))?\s*$|Signal: Aborted \(6\)|SIGABRT")
 ABORT_ERROR_LINES = 10  # how far below an abort the error that caused it may be printed
 
 
@@ -280,7 +278,7 @@ def _abort_before_its_error(findings: list[Finding]) -> None:
     for i, f in enumerate(findings):
         if f.family != UNKNOWN or f.role == Role.SECONDARY or f.status == Status.RECOVERED or not f.evidence:
             continue
-        if not all(_ABORT_ONLY.search(e) for e in f.evidence):
+        if not abort_only(f.evidence):  # its lines say only that the process aborted (scan/attribution.py)
             continue
         end = max(f.line, f.end_line)
         g = next((g for g in findings[i + 1:] if 0 <= g.line - end <= ABORT_ERROR_LINES), None)
