@@ -18,7 +18,8 @@ KILLED_RANK5 = ("E0325 20:57:27.620000 2606 api.py:869] failed (exitcode: -9) lo
 
 @pytest.mark.parametrize("a, b", [("rank3", "3"), ("[rank3]:", "3"), ("task 4", "4"), ("local_rank: 3", "3"),
                                   ("WorkerDict pid=859188", "859188"), ("VllmWorker rank=5 pid=33", "5"),
-                                  ("VllmWorker-1", "1"), ("pid=1942, ip=100.97.252.234", "1942"), ("07", "7")])
+                                  ("VllmWorker-1", "1"), ("pid=1942, ip=100.97.252.234", "1942"), ("07", "7"),
+                                  ("(2/4)", "2")])
 def test_worker_ids_compare_normalised(a, b):
     assert norm_worker(a) == norm_worker(b)
 
@@ -26,6 +27,7 @@ def test_worker_ids_compare_normalised(a, b):
 def test_different_workers_stay_different():
     assert norm_worker("rank3") != norm_worker("rank4")
     assert norm_worker("node-a") != norm_worker("node-b")
+    assert norm_worker("(2/4)") != norm_worker("(4/4)")
 
 
 def _thread(want_held_out: bool) -> str:

@@ -350,13 +350,15 @@ _HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # `[prterun-node01-4242@1,12]`) and its process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`): the rank
 _MPI_ID = lazy(r"^\[?(?:\[\d+,\d+\]|(?:[\w.-]+@)?\d+),(\d+)\]?(?:<std(?:out|err)>:?)?$")
 _NCCL_ID = lazy(r"^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ ?\[\d+\]:?$")
+# icefall's (k2's) record header names the rank over the world size: `(2/4)` is rank 2
+_OF_WORLD = lazy(r"^\(?(\d{1,5})/\d{1,5}\)?:?$")
 _ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP|^process)[\s_=:-]*(\d+)(?![\d.])")
 
 
 def norm_worker(w: object) -> str | None:
     """A worker id to compare: 'rank3' == '[rank3]:' == '[default3]:' == '3' == 'task 3' == 'VllmWorker-3' == '1,3' (Open MPI's
     job,rank); 'gpu187:2' stays;
-    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3', torch.multiprocessing.spawn's 'process 0' == '0' (the
+    'WorkerDict pid=2421' == '2421', SGLang's 'TP3' == '3', icefall's '(2/4)' == '2', torch.multiprocessing.spawn's 'process 0' == '0' (the
     first id a rank, task, pid, worker, gpu, TP or leading process word names)."""
     if w is None:
         return None
@@ -367,6 +369,9 @@ def norm_worker(w: object) -> str | None:
     mpi = _MPI_ID.match(s)
     if mpi is not None:
         return number_id(mpi.group(1))
+    of_world = _OF_WORLD.match(s)
+    if of_world is not None:
+        return number_id(of_world.group(1))
     host = _HOST_RANK.match(s)
     if host is not None and host["host"].lower() not in _ID_WORDS:  # pdsh's host in front of a local rank: `gpu187:2` is not `gpu187:0`
         return f"{host['host']}:{number_id(host['w'])}"
