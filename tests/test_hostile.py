@@ -162,6 +162,31 @@ def test_zstd_several_frames_and_truncation(tmp_path: Path):
     assert p.returncode == 2 and "truncated" in err, err
 
 
+def test_a_gzip_bomb_stops_at_the_line_break_limit_and_keeps_what_was_found(tmp_path: Path, monkeypatch):
+    """2 GB of NUL bytes in a 2 MB .gz took 12 s to inflate in full; a 1 GB .gz would have taken hours. Past the
+    limit of decompressed bytes without a line break the file is read no further, and the finding before it stays."""
+    import gzip
+
+    import sigclass
+    from sigclass.scan import reader
+
+    monkeypatch.setattr(reader, "NO_BREAK_LIMIT", 8 << 20)
+    bomb = tmp_path / "bomb.log.gz"
+    with gzip.open(bomb, "wb") as f:
+        f.write(b"INFO step\n" * 2000 + OOM.encode())
+        for _ in range(64):
+            f.write(b"\0" * (1 << 20))
+        f.write(b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    res = sigclass.classify(bomb)
+    assert [f.family for f in res.findings] == ["cuda-oom"]
+    assert any("without a line break" in str(p) and "bomb.log.gz" in str(p) for p in res.problems), res.problems
+    # under the limit nothing is cut: the line after 6 MB of NUL bytes is read
+    small = tmp_path / "small.log.gz"
+    with gzip.open(small, "wb") as f:
+        f.write(b"INFO step\n" * 2000 + OOM.encode() + b"\0" * (6 << 20) + b"\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert [f.family for f in sigclass.classify(small).findings] == ["cuda-oom", "cuda-illegal-memory-access"]
+
+
 def test_corrupt_zstd_says_why(tmp_path: Path):
     """A decompression failure names the error: `cannot decompress ()` said nothing."""
     junk = tmp_path / "junk.log.zst"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import gzip
 import io
 import os
+import re
 import select
 import stat
 from typing import BinaryIO, Iterator
@@ -23,6 +24,9 @@ from sigclass.text.prefixes import jsonl_prefix
 
 BLOCK = 4 << 20  # bytes per block handed to the prefilter
 MAX_LINE = 64 << 10  # longest line kept; the rest of a longer line is dropped
+# decompressed bytes with no line break after which a compressed file is read no further: a log's longest lines are
+# megabytes, while a decompression bomb (a few MB of gzip of NUL bytes) inflates to terabytes of one "line"
+NO_BREAK_LIMIT = 1 << 30
 IDLE_SECONDS = 0.3
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err", ".jsonl")
 COMPRESSED = (".gz", ".zst")
@@ -267,6 +271,7 @@ def decompressed_over(path: str, limit: int) -> bool:
         stream.close()
 
 
+_NUL_RUN = re.compile(rb"\x00{32,}")
 _NOT_CONTROL = bytes(range(32, 256)) + bytes((9, 10, 12, 13, 27))
 
 
@@ -276,7 +281,12 @@ def looks_binary(sample: bytes) -> bool:
     if not sample:
         return False
     if sample.count(b"\x00") > max(1, len(sample) // 1000):
-        return True
+        # NUL bytes in long runs are a hole in a text file (the unwritten blocks a node's crash leaves at the end of
+        # its log, a logrotate copytruncate), not binary content: the text around them decides
+        rest = _NUL_RUN.sub(b"", sample)
+        if not rest or rest.count(b"\x00") > max(1, len(rest) // 1000):
+            return True
+        sample = rest
     head = sample[:4096]
     ctrl = len(head.translate(None, _NOT_CONTROL))  # control bytes other than tab, newline, form feed, CR, ESC
     if ctrl > len(head) * 0.1:
@@ -403,7 +413,19 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
         cutting = False  # inside an over-long line whose rest is being dropped
         first = True
         hole = 0  # NUL bytes before the first text
+        compressed = not isinstance(stream, io.FileIO)
+        since_nl = 0  # decompressed bytes since the last line break (compressed files only)
         for data in _raw_reads(stream, state, live):
+            if compressed and data is not IDLE:
+                nl_at = data.rfind(b"\n")
+                since_nl = since_nl + len(data) if nl_at == -1 else len(data) - nl_at - 1
+                if since_nl > NO_BREAK_LIMIT:
+                    state.problems.append(f"{state.name}: over {NO_BREAK_LIMIT >> 30} GiB of decompressed data without "
+                                          "a line break (a decompression bomb or binary data); the rest was not read, "
+                                          "findings before it are kept")
+                    if first and hole:
+                        state.binary = True
+                    return
             if data is IDLE:
                 if carry and not cutting:
                     # a partial line has waited a while: hand it over (live pipes only)

@@ -237,6 +237,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     # ------------------------------------------------------------------ per line
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
         raw = buf[ls:le].decode("utf-8", "replace")
+        if "\x00" in raw:
+            raw = raw.replace("\x00", "")  # a hole of NUL bytes (a crashed node's unwritten blocks) is no text
         ln = split_line(raw)
         split = self._split
         if len(split) >= SPLIT_KEEP:
