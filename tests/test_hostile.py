@@ -187,6 +187,33 @@ def test_a_gzip_bomb_stops_at_the_line_break_limit_and_keeps_what_was_found(tmp_
     assert [f.family for f in sigclass.classify(small).findings] == ["cuda-oom", "cuda-illegal-memory-access"]
 
 
+@pytest.mark.parametrize("hole_at", ["end", "middle"])
+def test_a_hole_of_nul_bytes_in_a_text_log_loses_no_finding(tmp_path: Path, hole_at: str):
+    """A node that crashed leaves its log's last blocks as NUL bytes; a short log with such a hole was read as
+    binary data and skipped, losing the very fault that crashed the node."""
+    import sigclass
+
+    xid = b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    hole = b"\0" * 4096
+    data = b"INFO step 1\n" * 5 + xid + hole if hole_at == "end" else \
+        b"INFO step 1\n" * 5 + OOM.encode() + hole + b"\n" + xid
+    log = tmp_path / "node.log"
+    log.write_bytes(data)
+    res = sigclass.classify(log)
+    want = ["gpu-hardware-fault"] if hole_at == "end" else ["cuda-oom", "gpu-hardware-fault"]
+    assert [f.family for f in res.findings] == want, (res.findings, res.problems)
+    assert not any("binary" in str(p) for p in res.problems)
+
+
+def test_scattered_nul_bytes_are_still_binary(tmp_path: Path):
+    import sigclass
+
+    junk = tmp_path / "model.log"
+    junk.write_bytes(b"".join(bytes([i % 7, 0, 65 + i % 26]) for i in range(4000)))
+    res = sigclass.classify(junk)
+    assert not res.findings and any("binary" in str(p) for p in res.problems)
+
+
 def test_corrupt_zstd_says_why(tmp_path: Path):
     """A decompression failure names the error: `cannot decompress ()` said nothing."""
     junk = tmp_path / "junk.log.zst"
