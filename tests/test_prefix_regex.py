@@ -32,3 +32,31 @@ def test_no_line_pattern_repeats_a_group_possessively():
 def test_process_and_host_prefixes_are_read(line, kind, ident):
     ln = split_line(line)
     assert ln.prefix_kind == kind and ln.stream is not None and ln.stream.id == ident
+
+
+@pytest.mark.parametrize("line, header, body", [
+    # loguru's default format (xinference, many serving wrappers)
+    ("2026-04-16 14:23:34.047 | ERROR    | xinference.core.worker:launch_builtin_model:912 - Traceback (most recent "
+     "call last):", "2026-04-16 14:23:34.047 | ERROR    | xinference.core.worker:launch_builtin_model:912 - ",
+     "Traceback (most recent call last):"),
+    # FastChat's `%(asctime)s | %(levelname)s | %(name)s | %(message)s`
+    ("2024-02-08 09:56:23 | ERROR | stderr | ModuleNotFoundError: No module named 'zmq'",
+     "2024-02-08 09:56:23 | ERROR | stderr | ", "ModuleNotFoundError: No module named 'zmq'"),
+    # a collector's timestamp and bar before every line of a record
+    ("2026-04-16 14:23:34.047 | TypeError: f() takes 1 positional argument but 2 were given",
+     "2026-04-16 14:23:34.047 | ", "TypeError: f() takes 1 positional argument but 2 were given"),
+    # a bar that is the message's own text stays in the body
+    ("2024-01-01 10:00:00 INFO epoch | 1 | loss |", "2024-01-01 10:00:00 INFO ", "epoch | 1 | loss |"),
+])
+def test_a_bar_separated_log_header_is_a_header(line, header, body):
+    ln = split_line(line)
+    assert (ln.header, ln.body) == (header, body)
+
+
+def test_an_exception_under_a_bar_separated_header_is_a_failure():
+    text = ("2026-04-16 14:23:34.047 |   File \"/app/configs/qwen.py\", line 101, in __init__\n"
+            "2026-04-16 14:23:34.047 |     layer_type_validation(self.layer_types, self.num_hidden_layers)\n"
+            "2026-04-16 14:23:34.047 | TypeError: layer_type_validation() takes 1 positional argument but 2 were given\n")
+    import sigclass
+
+    assert [f.family for f in sigclass.classify(text).findings] == ["unknown"]

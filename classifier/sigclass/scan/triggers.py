@@ -30,7 +30,7 @@ GENERIC = {
     # a log level), not quoted mid-sentence as in `retrying (ConnectionResetError: ...)`
     # (`Name: message`, or a bare `Name` / `Name:` ending the line: `AssertionError`, a ChildFailedError summary;
     # a bare `Exception: ...` too, as vLLM's engine raises it)
-    G_EXC: r"(?:^|[\]:)>] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
+    G_EXC: r"(?:^|[\]:)>|] ?|[A-Z]{4,8}:? |- )(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|\.error)|Exception)(?:\[[^\]]*\])?"
            r"(?:: |: *$|$)",
     G_CPP: TERMINATE,
     # a fatal one-line error: CPython's, or a usage error: argparse's (`prog: error: unrecognized arguments: ...`,

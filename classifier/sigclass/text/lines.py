@@ -77,6 +77,9 @@ _HEADER = lazy(
     r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]]*\] ?"  # glog / torch
     r"|\[NeMo [DIWEC] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ?"  # NeMo: `[NeMo W 2024-05-01 10:00:00 nemo_logging:349] `
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?)(?:\s*\[[^\]]*\])?(?:\s+[\w.]+:)?)? ?"
+    # loguru's `2026-04-16 14:23:34.047 | ERROR    | xinference.core.worker:launch:12 - `, FastChat's
+    # `2024-02-08 09:56:23 | ERROR | stderr | ` and a collector's bare `2026-04-16 14:23:34.047 | ` before each line
+    r"(?:\| (?:(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) *\| (?:[\w.<>]+:[\w.<>]+:\d+ - |[\w.<>-]+ *\| )?)?)?"
     r")"
 )
 _TAG = lazy(r"\[[^\]]*\]")
