@@ -106,6 +106,15 @@ FAULTS: tuple[Shape, ...] = (
         "Failed, NCCL error /src/plugins/ncclPlugin/allreducePlugin.cpp:183 'unknown result code'",
         "Failed: MPI error main.cu:42 '15'"),
        ("Failed: Cuda error checks are printed by CUDACHECK", "INFO retry after Failed: Cuda error x:1 'busy'")),
+    # the check of PyTorch's THC library (before 1.5): `THCudaCheck FAIL file=... line=... error=N : message` on stderr,
+    # then it raises `RuntimeError: cuda runtime error (N) : message` (printed once a process; its Warn twin,
+    # `THCudaCheckWarn FAIL`, does not raise)
+    _s("thc-check", r"THCudaCheck FAIL file=", r"^THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : ",
+       ("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=37 error=101 : invalid device ordinal",
+        "THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1556653114079/work/aten/src/THC/THCGeneral.cpp line=51 "
+        "error=38 : no CUDA-capable device is detected"),
+       ("THCudaCheckWarn FAIL file=/pytorch/aten/src/THC/THCStream.cpp line=50 error=29 : driver shutting down",
+        "grep THCudaCheck FAIL file= in the logs")),
     # libstdc++'s other two words before abort() (the first, `terminate called after throwing an instance of`,
     # is a trigger of its own)
     _s("cpp-terminate", r"terminate called ", r"terminate called (?:recursively|without an active exception)",
@@ -495,6 +504,7 @@ _NEEDLES = {
     "check-failed": ("Check failed: ",),
     "cpp-terminate": ("terminate called ",),
     "check-macro": (" error ",),
+    "thc-check": ("THCudaCheck FAIL file=",),
     "ray-unhandled-cpp": ("Unhandled ",),
     "ray-creation-task": (RAY_CREATION_TASK,),
     "shell-abort": ("Aborted", "Floating point exception", "Illegal instruction", "Trace/breakpoint trap"),
