@@ -567,6 +567,30 @@ def test_a_warning_above_another_exception_does_not_hide_it(shipped):
     assert [f.family for f in shipped.scan_text(text).findings] == ["unknown"]
 
 
+# vLLM's optional-module probe (vllm/utils/import_utils.py `_has_module`): the import's failure, a CUDA library the
+# module links, logged at warning level with its traceback; the engine goes on without the module
+VLLM_PROBE = [
+    "WARNING 06-25 16:32:09 [import_utils.py:408] Module vllm.third_party.deep_gemm was found but failed to import",
+    "WARNING 06-25 16:32:09 [import_utils.py:408] Traceback (most recent call last):",
+    'WARNING 06-25 16:32:09 [import_utils.py:408]   File "/opt/vllm/utils/import_utils.py", line 406, in _has_module',
+    "WARNING 06-25 16:32:09 [import_utils.py:408]     importlib.import_module(module_name)",
+    'WARNING 06-25 16:32:09 [import_utils.py:408]   File "/opt/vllm/third_party/deep_gemm/__init__.py", line 16, in <module>',
+    "WARNING 06-25 16:32:09 [import_utils.py:408]     from . import _C",
+    "WARNING 06-25 16:32:09 [import_utils.py:408] ImportError: libnvrtc.so.13: cannot open shared object file: No such "
+    "file or directory",
+    "INFO 06-25 16:32:19 [core.py:306] init engine (profile, create kv cache, warmup model) took 115.81 s",
+]
+
+
+@pytest.mark.parametrize("prefix", ["", "(EngineCore pid=24969) "])
+def test_a_probed_module_whose_cuda_library_is_missing_is_no_failure(shipped, prefix):
+    assert shipped.scan_text("".join(prefix + x + "\n" for x in VLLM_PROBE)).findings == []
+
+
+def test_the_same_missing_cuda_library_with_no_warning_above_is_an_environment_mismatch(shipped):
+    assert first_root_family(shipped.scan_text("\n".join(VLLM_PROBE[1:]) + "\n").findings) == "cuda-env-mismatch"
+
+
 TRACKER = [
     "Traceback (most recent call last):",
     '  File "/usr/lib/python3.10/multiprocessing/resource_tracker.py", line 209, in main',

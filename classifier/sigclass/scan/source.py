@@ -354,7 +354,8 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False, False, None
         body = prev.body.lstrip()
         died = THREAD_DIED.match(body) if body.startswith("Exception in thread ") else None
-        return (IGNORED.match(body) is not None, "WARN" in body and FALLBACK_WARNING.search(body) is not None,
+        said = prev.content  # the warning level may be in the record's header (vLLM's `WARNING 06-25 16:32:09 [...] `)
+        return (IGNORED.match(body) is not None, "WARN" in said and FALLBACK_WARNING.search(said) is not None,
                 died["name"][:80] if died else None)
 
     def _frames_above(self, buf: bytes, ls: int, ln: Line, lineno: int) -> list[tuple[int, Line, set[int] | None]]:
@@ -523,8 +524,10 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return  # an exception a logger reported at its warning level, caught: the program went on
         if res is None and bodies[0].lstrip().startswith(CONDA_NOT_INIT):
             return  # `conda activate` in a shell conda was never set up in: the batch script went on
-        if blk.warned and (res is None or res[0].id == "import-error") and caught_import(bodies):
-            return  # an optional import that failed, logged under the warning that the program goes on without it
+        if blk.warned and (res is None or res[0].id in ("import-error", "cuda-env-mismatch")) and caught_import(bodies):
+            # an optional import that failed (its own module, or a CUDA library it links: `ImportError: libnvrtc.so.13:
+            # cannot open shared object file`), logged under the warning that the program goes on without it
+            return
         end_line = blk.lines[-1][0]
         unit = blk.unit
         if res is not None:

@@ -132,9 +132,10 @@ CONDA_NOT_INIT = "CommandNotFoundError: Your shell has not been properly configu
 
 
 # a logger's warning that the program goes on without something (xformers: `A matching Triton is not available, some
-# optimizations will not be enabled`, logged with the ImportError it caught as exc_info)
+# optimizations will not be enabled`, vLLM's `Module vllm.third_party.deep_gemm was found but failed to import`,
+# logged with the ImportError it caught as exc_info)
 FALLBACK_WARNING = lazy(r"\bWARN(?:ING)?\b.*(?:\bnot available\b|\bunavailable\b|will not be (?:enabled|used)"
-                        r"|falling back|fall back to|\bdisabled\b)")
+                        r"|falling back|fall back to|\bdisabled\b|was found but failed to import)")
 _IMPORT_EXC = lazy(r"(?:[A-Za-z_]\w*\.)*(?:ModuleNotFoundError|ImportError)(?::|$)")
 
 
