@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import gzip
 import io
 import os
-import re
 import select
 import stat
 from typing import BinaryIO, Iterator
 import zlib
 
 from sigclass.errors import InputError
+from sigclass.text.lazyre import lazy
 from sigclass.text.safe import name as _shown
 from sigclass.text.prefixes import jsonl_prefix
 
@@ -271,7 +271,7 @@ def decompressed_over(path: str, limit: int) -> bool:
         stream.close()
 
 
-_NUL_RUN = re.compile(rb"\x00{32,}")
+_NUL_RUN = lazy(rb"\x00{32,}")
 _NOT_CONTROL = bytes(range(32, 256)) + bytes((9, 10, 12, 13, 27))
 
 
