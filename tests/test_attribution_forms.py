@@ -127,6 +127,37 @@ def test_open_mpi_segfault_outranks_a_watchdog_in_any_interleaving(lines):
     assert _cause("\n".join(lines) + "\n") == ("segfault", norm_worker("gpu-node-07:04211"))
 
 
+# UCX's fatal-signal handler on rank 7's process while the others still set up NCCL's channels (the NCCL INFO
+# prefix `host:pid:tid [dev]` names the same process), then torchrun's word of the exit
+UCX_SIGBUS = [
+    "09677202c889:5283:5699 [7] NCCL INFO 24 coll channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer",
+    "[09677202c889:5283 :0:5704] Caught signal 7 (Bus error: nonexistent physical address)",
+    "09677202c889:5276:5696 [1] NCCL INFO Channel 21/0 : 1[101d0] -> 0[101c0] via P2P/IPC/read",
+    "==== backtrace (tid:   5704) ====",
+    " 0 0x0000000000043090 killpg()  ???:0",
+    " 1 0x000000000008170d ncclGroupEnd()  ???:0",
+    "=================================",
+    "09677202c889:5277:5697 [2] NCCL INFO Channel 21/0 : 2[201c0] -> 1[101d0] via P2P/IPC/read",
+]
+
+
+def test_ucx_s_prefix_names_the_process_that_caught_the_signal():
+    assert _cause("\n".join(UCX_SIGBUS) + "\n") == ("shm-exhausted", norm_worker("09677202c889:5283:5699 [7]"))
+    assert norm_worker("[09677202c889:5283 :0:5704]") == norm_worker("09677202c889:5283")
+
+
+def test_the_ucx_process_not_its_launcher_s_exit_line_is_the_cause():
+    """The launcher's row for the same pid is its report of the exit: a victim, and the process keeps its own name
+    (a container's host name may start with a digit)."""
+    lines = ["[92c90024c028:157  :4:419] Caught signal 11 (Segmentation fault: address not mapped to object at "
+             "address (nil))",
+             "[2024-05-06 07:29:45,438] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -11) "
+             "local_rank: 0 (pid: 157) of binary: /usr/bin/python"]
+    v = sigclass.classify("\n".join(lines) + "\n").verdict
+    assert (v.cause.family, v.cause.worker, v.cause.line) == ("segfault", "92c90024c028:157", 1)
+    assert [(x.family, x.line) for x in v.victims] == [("segfault", 2)]
+
+
 # --------------------------------------------------------------------------- victims that say so
 
 HOROVOD_SHUTDOWN_RANK0 = [

@@ -28,6 +28,11 @@ def test_no_line_pattern_repeats_a_group_possessively():
     ("(model_worker/7 pid=20331) z", "ray", "20331"),
     ("(EngineCore_DP0 pid=5) e", "ray", "5"),
     ("node-2: Killed", "host", "node-2"),
+    # UCX's `[host:pid  :thread:tid]` (its pid padded to five)
+    ("[92c90024c028:157  :4:419] Caught signal 11 (Segmentation fault: address not mapped to object)", "host",
+     "92c90024c028:157"),
+    ("[gpu-7.cluster:1379601:0:1379824] Caught signal 7 (Bus error: nonexistent physical address)", "host",
+     "gpu-7.cluster:1379601"),
 ])
 def test_process_and_host_prefixes_are_read(line, kind, ident):
     ln = split_line(line)

@@ -253,7 +253,8 @@ def _workers_by_pid(cands: Sequence[_Cand], exits: Sequence[Exit]) -> dict[str, 
 
 
 # a worker named by its process as NCCL's lines print it: `host:pid` (from `host:pid:tid [dev] NCCL WARN ...`)
-_HOST_PID = lazy(r"[A-Za-z][\w.-]*:(?P<pid>\d{2,8})")
+# (a container's host name may start with a digit: `92c90024c028:157`)
+_HOST_PID = lazy(r"(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]*:(?P<pid>\d{2,8})")
 
 
 def _aliases(cands: Sequence[_Cand], by_pid: dict[str, str]) -> dict[str, str]:

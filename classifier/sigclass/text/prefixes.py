@@ -62,6 +62,10 @@ PREFIXES: tuple[Prefix, ...] = (
     # Process received signal ***`, `[gpu-3:123456] Signal: Segmentation fault (11)`; the worker is host:pid (the pid
     # is printed with at least five digits, so a `[file.cpp:88] ` source location is not one)
     Prefix("host", r"\[(?P<w>[A-Za-z][\w.-]*:\d{5,7})\] ", None),
+    # UCX's log and fatal-signal lines (ucs/debug/log.c, `[%s:%-5d:%d:%d] `: host, pid padded to five, thread index,
+    # thread id), which Open MPI, NCCL's net plugins and vLLM's workers print through: `[92c90024c028:157  :4:419]
+    # Caught signal 11 (Segmentation fault: ...)`; the worker is host:pid
+    Prefix("host", r"\[(?P<w>[A-Za-z0-9][\w.-]*:\d{1,8}) *:\d{1,4}:\d{1,8}\] ", None),
     # `kubectl logs --prefix` (`[pod/pytorchjob-worker-3/pytorch] `): the pod is the worker
     Prefix("host", r"\[pod/(?P<w>[a-z0-9][a-z0-9.-]*)/[\w.-]+\] ", None),
     # Docker Compose's service column (`vllm-1  | `, `inference_engine  | `): the name padded past the longest

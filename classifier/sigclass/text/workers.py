@@ -350,6 +350,8 @@ _HOST_RANK = lazy(r"^\[?(?P<host>[A-Za-z][\w.-]*):(?P<w>\d{1,4})\]?:?$")
 # `[prterun-node01-4242@1,12]`) and its process name `[[jobfamily,job],rank]` (`Process name: [[29973,1],3]`): the rank
 _MPI_ID = lazy(r"^\[?(?:\[\d+,\d+\]|(?:[\w.-]+@)?\d+),(\d+)\]?(?:<std(?:out|err)>:?)?$")
 _NCCL_ID = lazy(r"^(?P<host>[\w.-]+):(?P<pid>\d+):\d+ ?\[\d+\]:?$")
+# UCX's `[host:pid  :thread:tid]`: the process
+_UCX_ID = lazy(r"^\[?(?P<host>[\w.-]+):(?P<pid>\d+) *:\d+:\d+\]?:?$")
 # icefall's (k2's) record header names the rank over the world size: `(2/4)` is rank 2
 _OF_WORLD = lazy(r"^\(?(\d{1,5})/\d{1,5}\)?:?$")
 _ID_AFTER = lazy(r"(?i)(?:local_rank|rank|task|pid|worker|gpu|(?<!\w)default|(?<!\w)TP|^process)[\s_=:-]*(\d+)(?![\d.])")
@@ -366,6 +368,9 @@ def norm_worker(w: object) -> str | None:
     nccl = _NCCL_ID.match(s)
     if nccl is not None:  # NCCL's `host:pid:tid [dev]`: the process
         return norm_worker(f"{nccl['host']}:{nccl['pid']}")
+    ucx = _UCX_ID.match(s)
+    if ucx is not None:  # UCX's `[host:pid  :thread:tid]`: the process
+        return norm_worker(f"{ucx['host']}:{ucx['pid']}")
     mpi = _MPI_ID.match(s)
     if mpi is not None:
         return number_id(mpi.group(1))
