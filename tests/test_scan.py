@@ -245,3 +245,25 @@ def test_missing_path_is_an_input_error(sc):
 
     with pytest.raises(InputError, match="no such file"):
         sc.scan("/nonexistent/x.log")
+
+
+def test_an_exception_of_another_family_below_an_exception_s_message_is_a_failure_of_its_own():
+    """Two processes' exception lines with a stray line between them were one block, and the second fault was lost."""
+    import sigclass
+
+    text = ("INFO step 1\n" * 3 + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            "worker 3 flushing logs\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert [(f.family, f.line) for f in sigclass.classify(text).findings] == [
+        ("cuda-oom", 4), ("cuda-illegal-memory-access", 6)]
+
+
+def test_an_exception_line_inside_one_failure_s_message_stays_in_it():
+    """NCCL's own error class under torch's DistBackendError is the same failure's message, not a second one."""
+    import sigclass
+
+    text = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:81, "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "Last error:\n"
+            "Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n")
+    assert [(f.family, f.line) for f in sigclass.classify(text).findings] == [("shm-exhausted", 1)]

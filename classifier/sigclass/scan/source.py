@@ -458,6 +458,9 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False  # a C++ exception thrown after the Python one was printed (at teardown): a failure of its own
         if CPP_CONT.match(stripped) or stripped.startswith(STATE_DICT_ROW):
             return True
+        if pids and G_EXC in pids and blk.phase in ("exc", "msg") and blk.kind in ("tb", "line") \
+                and EXC_LINE.match(stripped) and self._another_family(blk, pids):
+            return False  # an exception line of another family below an exception's message: another failure
         if ELASTIC_ROW.match(body) and _under_child_failed(blk):
             # torchelastic's failure table: the launcher's report, through its first failure's rows; each further
             # failure (`[1]:` and its rows) is another worker's, a finding of its own where its rows name a family
@@ -468,6 +471,16 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             return False
         blk.msg_lines += 1
         return True
+
+    def _another_family(self, blk: OpenBlock, pids: set[int]) -> bool:
+        """Whether a line names a family and the open block names none of the same (an OOM's message, a stray line,
+        then an illegal memory access: two failures; NCCL's `ncclSystemError: ...` under its DistBackendError: one)."""
+        fam = self.sc.any_family
+        new = {fam[p] for p in pids if p in fam}
+        if not new:
+            return False
+        have = {fam[p] for p in blk.pids if p in fam}
+        return bool(have) and not (new & have)
 
     # ------------------------------------------------------------------ closing
     def _close(self, stream: Stream | None) -> None:
