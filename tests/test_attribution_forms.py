@@ -781,3 +781,22 @@ def test_a_report_that_points_at_the_root_cause_above_is_that_root_s_victim():
     assert [(f.family, f.line) for f in roots] == [("cuda-illegal-memory-access", 2)]
     engine = next(f for f in res.findings if f.family == "cuda-illegal-memory-access" and f.line > len(VLLM_TP1_IMA))
     assert engine.role == "secondary" and engine.root["line"] == 2
+
+
+# SGLang under Docker Compose: the service column, then the scheduler's own record header naming its TP rank
+COMPOSE_SGLANG = [
+    "sglang  | [2025-06-06 10:23:37 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    'sglang  |   File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2501, in run_scheduler_process',
+    "sglang  |     scheduler.event_loop_overlap()",
+    "sglang  | TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'",
+    "sglang  | [2025-06-06 10:23:37] Received sigquit from a child process. It usually means the child failed.",
+]
+
+
+def test_a_rank_inside_a_compose_service_s_lines_names_the_process():
+    assert _cause("\n".join(COMPOSE_SGLANG) + "\n") == ("unknown", "1")
+
+
+def test_a_compose_service_whose_lines_name_no_rank_is_the_worker():
+    line = "vllm-1  | ERROR 03-06 06:49:30 [core.py:123] RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert _cause(line + "\n") == ("cuda-illegal-memory-access", norm_worker("vllm-1"))

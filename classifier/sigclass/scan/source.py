@@ -66,6 +66,10 @@ def _frames_phase(head: str) -> str:
     return "ipython" if IPYTHON_HEAD.match(head) else "frames"
 
 
+# Docker Compose's service column before a line (text/prefixes.py has the prefix itself)
+COMPOSE_SERVICE = lazy(r"[A-Za-z][\w.-]{1,62}  +\| ")
+
+
 def _at_exception(blk: OpenBlock) -> bool:
     """A traceback's exception line reached: the block is a failure by its shape; its message lines follow."""
     blk.phase, blk.shaped, blk.msg_lines = "exc", True, 0
@@ -501,6 +505,11 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             # slurmstepd's own word (`slurmstepd: error: Detected 1 oom_kill event in StepId=...`) under the tag
             # `srun --label` gave the stream it came through: the step's, no task's (srun's line names the task)
             worker, stream = worker_in_text(bodies), None
+        elif blk.worker is not None and stream is not None and stream.kind == "host" \
+                and COMPOSE_SERVICE.match(blk.lines[0][1].raw):
+            # Docker Compose's service column names a container; a rank its process prints in its own record header
+            # (SGLang's `sglang  | [2025-06-06 10:23:37 TP1] Scheduler hit an exception`) names the process in it
+            worker = worker_in_text(texts[:3]) or worker
 
         def fact(name: str) -> str | None:
             for key in (worker or "", ""):
