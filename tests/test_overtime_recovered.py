@@ -282,3 +282,29 @@ def test_plain_epoch_lines_after_a_caught_error_make_it_recovered(scanner):
     epochs = "".join(f"Epoch {i}/5 - Loss: 0.{9 - i}693, Acc: 0.8465, Time: 0.75s\n" for i in range(1, 4))
     assert [str(f.status) for f in scanner.scan_text(err + epochs).findings] == ["recovered"]
     assert [str(f.status) for f in scanner.scan_text(err).findings] != ["recovered"]
+
+
+NO_DRIVER_WARNING = (
+    "/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:138: UserWarning: CUDA initialization: Found no "
+    "NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from "
+    "http://www.nvidia.com/Download/index.aspx (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
+    "  return torch._C._cuda_getDeviceCount() > 0\n")
+
+
+def test_a_python_warning_a_family_names_is_recovered_once_the_steps_go_on():
+    """torch warns that it found no driver and the trainer goes on (on the CPU): a warning, not the run's failure."""
+    import sigclass
+    from sigclass.vocab import Status
+
+    steps = "".join("{'loss': %.3f, 'learning_rate': 5e-05, 'epoch': %.2f}\n" % (2.0 - i / 10, i / 10) for i in range(6))
+    res = sigclass.classify(NO_DRIVER_WARNING + steps)
+    assert [(f.family, f.status) for f in res.findings] == [("cuda-env-mismatch", Status.RECOVERED)]
+    assert res.verdict.cause is None
+
+
+def test_the_same_warning_with_nothing_after_it_stays_a_failure():
+    import sigclass
+    from sigclass.vocab import Status
+
+    res = sigclass.classify(NO_DRIVER_WARNING)
+    assert [(f.family, f.status) for f in res.findings] == [("cuda-env-mismatch", Status.ACTIVE)]

@@ -88,6 +88,10 @@ _CAUGHT_AND_PRINTED = frozenset({"import-error", "hf-hub-unreachable", "cuda-oom
 _NONFINITE = lazy(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
 
 
+# the warnings module's record (`warnings.formatwarning`: `path:lineno: category: message`)
+_PY_WARNING = lazy(r"\S*\.py:\d+: [A-Za-z_][\w.]*Warning: ")
+
+
 def _error_end(f: Finding) -> int | None:
     """The line of the finding's last traceback or exception line (a block may run on over later lines), or None
     when its block has none (a NaN loss line or a kill is no error a run can step over)."""
@@ -428,6 +432,11 @@ def _recovered(findings: Iterable[Finding], progress_after: Callable[[str | None
             # an error a log record reports with no exception line (a request a server refused; a module a trainer
             # could not import, caught and printed before its epochs went on)
             end = max(f.line, f.end_line)
+        if end is None and f.block and _PY_WARNING.match(f.block[0].lstrip()) and not f.facts.get("over_time_rule"):
+            # a Python warning (`.../torch/cuda/__init__.py:104: UserWarning: NVIDIA A10 with CUDA capability sm_86 is
+            # not compatible with the current PyTorch installation.`): no error, and steps after it went on (the
+            # record is its line; what the block ran on over is no part of it)
+            end = f.line
         if end is None:
             continue
         if progress_after(f.worker, end) >= RECOVERED_AFTER:
