@@ -353,6 +353,11 @@ inference_engine  | ModuleNotFoundError: No module named 'datasets'
 
 def test_a_traceback_under_a_compose_service_column_is_one_failure_of_that_service():
     res = Scanner(load_ledger(), signatures="regex").scan_text(COMPOSE_TRACEBACK)
+    # one failure; the scheduler's own header (`[... TP0]`) names the process inside the service
+    assert [(f.family, f.line, f.end_line, f.worker) for f in res.findings] == [("import-error", 1, 6, "0")]
+    # with no rank in its lines, the service is the worker
+    plain = COMPOSE_TRACEBACK.replace(" TP0]", "]")
+    res = Scanner(load_ledger(), signatures="regex").scan_text(plain)
     assert [(f.family, f.line, f.end_line, f.worker) for f in res.findings] == [("import-error", 1, 6, "inference_engine")]
 
 
