@@ -4,7 +4,7 @@ A shard log is a few kilobytes: the general reader's work per file (a
 compression sniff, its own `stat`s, newline-aligned blocks, a final empty
 read) costs as much as the prefilter pass over it. A file that the reader
 would hand over unchanged as one block, here read with one `read`, gives the
-same scan; anything else (compressed, JSON lines, binary, starting with NUL
+same scan; anything else (compressed, JSON lines, binary, holding NUL
 bytes, no final newline, changing while read) goes through the reader.
 """
 
@@ -35,8 +35,8 @@ def read_small(path: str, size: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
-    if len(data) != size or data[-1] != 0x0A or data[0] == 0 or data[:2] == _GZIP or data[:4] == _ZSTD:
-        return None  # changed since its stat, no final newline, a NUL hole at its head, or compressed
+    if len(data) != size or data[-1] != 0x0A or b"\x00" in data or data[:2] == _GZIP or data[:4] == _ZSTD:
+        return None  # changed since its stat, no final newline, a hole of NUL bytes, or compressed
     if looks_binary(data[:8192]):
         return None
     return data

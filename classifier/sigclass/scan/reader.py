@@ -450,6 +450,8 @@ def _plain_blocks(path: str, state: SourceState, *, live: bool | None = None) ->
                 if hole:
                     state.problems.append(f"{state.name}: starts with {hole} NUL bytes (a log emptied by logrotate "
                                           "copytruncate while its writer went on); they were skipped")
+            if b"\x00" in data:
+                data = data.replace(b"\x00", b"")  # a hole of NUL bytes (a crashed node's unwritten blocks) is no text
             start = 0
             if cutting:
                 nl = data.find(b"\n")

@@ -229,6 +229,8 @@ class Scanner:
         state = SourceState(source)
         run = ScanState(self, state, None)
         data = text.encode("utf-8", "replace")
+        if b"\x00" in data:
+            data = data.replace(b"\x00", b"")  # as the reader does: a hole of NUL bytes is no text
         step = 4 << 20
         pos = 0
         while pos < len(data):

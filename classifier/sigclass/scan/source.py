@@ -31,7 +31,7 @@ from sigclass.text.lazyre import lazy
 from sigclass.text.lines import fingerprint, header_tag, Line, parse_time, split_line
 from sigclass.text.workers import Exit, RAISES_NO_TRACEBACK, worker_in_header, worker_in_text
 from sigclass.vocab import MarkerKind, Method, Role, SignatureMode, Status, UNKNOWN
-from sigclass.text.prefixes import Stream
+from sigclass.text.prefixes import COMPOSE_SERVICE, Stream
 
 if TYPE_CHECKING:
     from sigclass.scan.scanner import Scanner
@@ -66,8 +66,8 @@ def _frames_phase(head: str) -> str:
     return "ipython" if IPYTHON_HEAD.match(head) else "frames"
 
 
-# Docker Compose's service column before a line (text/prefixes.py has the prefix itself)
-COMPOSE_SERVICE = lazy(r"[A-Za-z][\w.-]{1,62}  +\| ")
+# Docker Compose's service column before a line (the prefix text/prefixes.py reads)
+COMPOSE_LINE = lazy(COMPOSE_SERVICE)
 
 
 def _at_exception(blk: OpenBlock) -> bool:
@@ -241,8 +241,6 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
     # ------------------------------------------------------------------ per line
     def _line(self, buf: bytes, ls: int, le: int, lineno: int, pids: set[int] | None) -> None:
         raw = buf[ls:le].decode("utf-8", "replace")
-        if "\x00" in raw:
-            raw = raw.replace("\x00", "")  # a hole of NUL bytes (a crashed node's unwritten blocks) is no text
         ln = split_line(raw)
         split = self._split
         if len(split) >= SPLIT_KEEP:
@@ -506,7 +504,7 @@ class ScanState(SourceClock, CountedEvidence, DeferredSideHits):
             # `srun --label` gave the stream it came through: the step's, no task's (srun's line names the task)
             worker, stream = worker_in_text(bodies), None
         elif blk.worker is not None and stream is not None and stream.kind == "host" \
-                and COMPOSE_SERVICE.match(blk.lines[0][1].raw):
+                and COMPOSE_LINE.match(blk.lines[0][1].raw):
             # Docker Compose's service column names a container; a rank its process prints in its own record header
             # (SGLang's `sglang  | [2025-06-06 10:23:37 TP1] Scheduler hit an exception`) names the process in it
             worker = worker_in_text(texts[:3]) or worker

@@ -73,6 +73,8 @@ RECOVERED_AFTER = 2  # progress lines of the same worker after an error that mak
 # a logger's WARNING level, glog's W lines (`W0614 10:11:12.123456 ...`)
 _WARNING = lazy(r"(?:^|[^A-Za-z])[A-Z][A-Za-z]*Warning: |^\s+(?:warnings\.)?warn\(|(?<![A-Za-z])WARNING(?![A-Za-z])"
                 r"|^W\d{4} \d\d:\d\d:\d\d")
+# ... and the warnings module's record alone, at a line's start (`warnings.formatwarning`: `path:lineno: category: message`)
+_PY_WARNING = lazy(r"\S*\.py:\d+: [A-Za-z_][\w.]*Warning: ")
 # a C++ library's log record at warning or error level that is no exception (absl's and TensorFlow's
 # `2023-05-10 12:03:17.602190: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: ...`, glog's
 # `E0510 12:03:17.602190 4431 file.cc:271] ...`): the library reports and goes on
@@ -86,10 +88,6 @@ _CAUGHT_AND_PRINTED = frozenset({"import-error", "hf-hub-unreachable", "cuda-oom
 
 # a NaN/inf value standing alone in a report line (`loss=nan`, `Loss: -inf`, `"loss": NaN`)
 _NONFINITE = lazy(r"(?<![^ \t=:(\[\'\"])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity)(?![A-Za-z0-9_.])")
-
-
-# the warnings module's record (`warnings.formatwarning`: `path:lineno: category: message`)
-_PY_WARNING = lazy(r"\S*\.py:\d+: [A-Za-z_][\w.]*Warning: ")
 
 
 def _error_end(f: Finding) -> int | None:

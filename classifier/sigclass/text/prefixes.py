@@ -15,6 +15,10 @@ import re
 from dataclasses import dataclass
 
 
+# Docker Compose's service column (`vllm-1  | `): a name padded past the longest service's, then a bar
+COMPOSE_SERVICE = r"(?P<w>[A-Za-z][\w.-]{1,62}+)  ++\| "
+
+
 @dataclass(frozen=True)
 class Prefix:
     kind: str  # the stream kind: "rank", "mpi", "ray", "tee" ("jsonl": the JSON-lines adapter's own prefix)
@@ -70,7 +74,7 @@ PREFIXES: tuple[Prefix, ...] = (
     Prefix("host", r"\[pod/(?P<w>[a-z0-9][a-z0-9.-]*)/[\w.-]+\] ", None),
     # Docker Compose's service column (`vllm-1  | `, `inference_engine  | `): the name padded past the longest
     # service's, so at least two spaces before the bar (a table's `epoch | loss` row has one); the service is the worker
-    Prefix("host", r"(?P<w>[A-Za-z][\w.-]{1,62}+)  ++\| ", None),
+    Prefix("host", COMPOSE_SERVICE, None),
     # pdsh's host alone (DeepSpeed's and Accelerate's multi-node launchers): `10.0.0.7: `, `worker-1: `; a host
     # name needs a hyphen and a digit, so `python3: can't open file` or `RuntimeError: ` stay lines of their own
     # (a shard marker, `shard-17: done`, is not a host: the run contract's marker spelling wins; nor is Slurm's step
